@@ -1,0 +1,63 @@
+"""Compiles for every architecture it claims (no GPU needed), and launches on this device."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_gemm.cases import build_cases
+
+
+def _arch_cases(config):
+    from pytest_gemm.contract import CudaKernel
+    from pytest_gemm.session import kernels_under_test, state
+
+    wanted = state(config).arches
+    cases = []
+    for kernel in kernels_under_test(config):
+        if not isinstance(kernel, CudaKernel):
+            continue
+        claimed = kernel.claimed_arches()
+        for arch in (wanted or claimed):
+            cases.append((kernel, arch, arch in claimed))
+    return cases
+
+
+def pytest_generate_tests(metafunc):
+    if "gemm_kernel_arch" in metafunc.fixturenames:
+        from pytest_gemm.contract import short_id
+
+        cases = _arch_cases(metafunc.config)
+        values = []
+        for kernel, arch, claimed in cases:
+            marks = [] if claimed else [pytest.mark.skip(
+                reason=f"kernel {kernel.name!r} does not claim {arch} (min_cc={tuple(kernel.min_cc)})")]
+            values.append(pytest.param((kernel, arch), id=f"compile-{short_id(str(kernel.name))}-{arch}", marks=marks))
+        if not values:
+            values = [pytest.param(None, id="compile-none", marks=pytest.mark.skip(reason="no CUDA C kernel under test"))]
+        metafunc.parametrize("gemm_kernel_arch", values)
+
+
+@pytest.mark.gemm_offline
+def test_compiles_offline(gemm_kernel_arch, gemm_record):
+    """NVRTC compiles the kernel for the architecture with no GPU; ptxas reports its resources."""
+    pytest.importorskip("cuda.bindings", reason="NVRTC not installed: install pytest-gemm[cuda12] or [cuda13]")
+    from pytest_gemm.categories import COMPILE_ERROR, GemmCheckFailure
+    from pytest_gemm.compiler import GemmCompileError, compile_for_arch
+
+    kernel, arch = gemm_kernel_arch
+    try:
+        result = compile_for_arch(kernel, arch)
+    except GemmCompileError as exc:
+        raise GemmCheckFailure(COMPILE_ERROR, str(exc).splitlines()[0], exc.log.strip().splitlines()) from None
+    res = result.resources
+    gemm_record({"resources": {
+        "registers": res.registers, "spill_stores": res.spill_stores, "spill_loads": res.spill_loads,
+        "stack_frame": res.stack_frame, "shared_static": res.shared_static}})
+    print(f"{kernel.name} {arch}: {res.registers} registers, {res.spills} spill bytes, "
+          f"{res.stack_frame} stack bytes, {res.shared_static} static shared bytes")
+
+
+@pytest.mark.gemm_cases("launch", shapes=[(64, 64, 64)])
+def test_launches(gemm_case, gemm_harness, gemm_record):
+    from pytest_gemm.checks import check_launch
+
+    check_launch(gemm_harness, gemm_record)

@@ -1,0 +1,24 @@
+// Example kernel for pytest-gemm: shared-memory tiled SGEMM, any M, N, K.
+// C (M x N) = A (M x K) @ B (K x N), row-major float32. TILE comes from -DTILE=...
+#ifndef TILE
+#define TILE 16
+#endif
+
+extern "C" __global__ void example_tiled(const float* __restrict__ A, const float* __restrict__ B,
+                                         float* __restrict__ C, int M, int N, int K) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    const int row = blockIdx.y * TILE + threadIdx.y;
+    const int col = blockIdx.x * TILE + threadIdx.x;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        // Zero-fill outside the matrices so ragged tiles add nothing.
+        As[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K) ? A[row * K + k0 + threadIdx.x] : 0.0f;
+        Bs[threadIdx.y][threadIdx.x] = (col < N && k0 + threadIdx.y < K) ? B[(k0 + threadIdx.y) * N + col] : 0.0f;
+        __syncthreads();
+        #pragma unroll
+        for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}

@@ -1,0 +1,212 @@
+"""Compile a CudaKernel with NVRTC for a named architecture, with or without a GPU.
+
+NVRTC is reached through ``cuda.bindings`` (installed by the ``cuda12``/``cuda13``
+extras), so compile checks and ptxas resource reports work on a machine with no
+GPU. The GPU path compiles the same way for the device's own architecture and
+hands the cubin to CuPy, so what CI checks is what runs.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .contract import CudaKernel
+
+
+class GemmCompileError(Exception):
+    """NVRTC rejected a kernel; the message carries the log with file(line) references."""
+
+    def __init__(self, kernel_name: str, arch: str, filename: str, log: str):
+        self.kernel_name, self.arch, self.filename, self.log = kernel_name, arch, filename, log
+        super().__init__(
+            f"kernel {kernel_name!r}: CUDA compile error in {filename} for {arch}:\n{log.strip()}\n"
+            f"fix the error at the file(line) shown above and run again"
+        )
+
+
+class GemmToolchainError(RuntimeError):
+    """NVRTC or the CUDA headers are not installed."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack_frame: int
+    shared_static: int
+
+    @property
+    def spills(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    kernel_name: str
+    arch: str
+    output: str          # "cubin" or "ptx"
+    code: bytes
+    lowered_name: str    # the symbol to look up in the module
+    log: str
+    resources: Resources
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise GemmToolchainError(
+            "NVRTC is not available (cuda.bindings is not installed); "
+            "install pytest-gemm[cuda12] or pytest-gemm[cuda13] to compile kernels"
+        ) from exc
+    return nvrtc
+
+
+@lru_cache(maxsize=1)
+def include_dirs() -> tuple[str, ...]:
+    """CUDA headers matching the installed NVRTC: pip's cudart headers, the nvcc
+    wheel's (crt/mma.h lives there), CuPy's bundled libcu++; a system toolkit only
+    when pip provides none (mixing header and NVRTC majors breaks builds)."""
+    dirs: list[str] = []
+    try:
+        import cuda.pathfinder as pathfinder
+
+        for lib in ("cudart", "nvcc"):
+            try:
+                found = pathfinder.find_nvidia_header_directory(lib)
+            except Exception:
+                found = None
+            if found and "site-packages" in found:
+                dirs.append(found)
+    except ImportError:
+        pass
+    spec = importlib.util.find_spec("cupy")
+    if spec and spec.origin:
+        cccl = Path(spec.origin).parent / "_core" / "include" / "cupy" / "_cccl" / "libcudacxx"
+        if cccl.is_dir():
+            dirs.append(str(cccl))
+    if not any(Path(d, "cuda_fp16.h").is_file() for d in dirs):
+        for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+            if root and Path(root, "include", "cuda_fp16.h").is_file():
+                dirs.append(str(Path(root, "include")))
+                break
+    return tuple(dirs)
+
+
+def _check(result, what: str):
+    err = result[0]
+    if int(err) != 0:
+        raise GemmToolchainError(f"NVRTC {what} failed: {err!r}")
+    return result[1] if len(result) > 1 else None
+
+
+_ENTRY_RE = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
+
+
+def parse_ptxas_log(log: str, symbol: str) -> Resources:
+    """Resource figures for one entry function from a ``ptxas -v`` log."""
+    sections = _ENTRY_RE.split(log)
+    # split gives [prefix, name, arch, body, name, arch, body, ...]
+    body = ""
+    for i in range(1, len(sections) - 2, 3):
+        if sections[i] == symbol:
+            body = sections[i + 2]
+            break
+
+    def grab(pattern: str) -> int:
+        m = re.search(pattern, body)
+        return int(m.group(1)) if m else 0
+
+    return Resources(
+        registers=grab(r"Used (\d+) registers"),
+        spill_stores=grab(r"(\d+) bytes spill stores"),
+        spill_loads=grab(r"(\d+) bytes spill loads"),
+        stack_frame=grab(r"(\d+) bytes stack frame"),
+        shared_static=grab(r"(\d+) bytes smem"),
+    )
+
+
+def _options(kernel: CudaKernel, arch: str, source_dir: Path | None) -> list[bytes]:
+    opts = [f"--gpu-architecture={arch}", "--ptxas-options=-v"]
+    if not any(o.startswith(("-std", "--std")) for o in kernel.options):
+        opts.append("-std=c++17")
+    opts += list(kernel.options)
+    if source_dir is not None:
+        opts.append(f"-I{source_dir}")
+    opts += [f"-I{d}" for d in include_dirs()]
+    return [o.encode() for o in opts]
+
+
+def compile_for_arch(kernel: CudaKernel, arch: str, *, output: str = "cubin") -> CompileResult:
+    """Compile ``kernel`` for ``arch`` (e.g. ``"sm_80"``) and return code plus resources.
+
+    Raises GemmCompileError with NVRTC's log (file(line): error ...) on failure.
+    """
+    if output not in ("cubin", "ptx"):
+        raise ValueError(f"output must be 'cubin' or 'ptx', got {output!r}")
+    text, filename = kernel.source_text()
+    source_path = kernel.source_path()
+    key = (text, filename, kernel.entry, tuple(kernel.options), arch, output, str(source_path))
+    if key in _CACHE:
+        return _CACHE[key]
+    nvrtc = _nvrtc()
+    prog = _check(nvrtc.nvrtcCreateProgram(text.encode(), filename.encode(), 0, [], []), "program creation")
+    try:
+        entry = kernel.entry.encode()
+        _check(nvrtc.nvrtcAddNameExpression(prog, entry), "name expression")
+        opts = _options(kernel, arch, source_path.parent if source_path else None)
+        status = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
+        buf = b" " * size
+        _check(nvrtc.nvrtcGetProgramLog(prog, buf), "log")
+        log = buf.rstrip(b"\x00 ").decode(errors="replace")
+        if int(status) != 0:
+            raise GemmCompileError(str(kernel.name), arch, filename, log or repr(status))
+        lowered = _check(nvrtc.nvrtcGetLoweredName(prog, entry), "lowered name").decode()
+        if output == "cubin":
+            size = _check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
+            code = b" " * size
+            _check(nvrtc.nvrtcGetCUBIN(prog, code), "cubin")
+        else:
+            size = _check(nvrtc.nvrtcGetPTXSize(prog), "ptx size")
+            code = b" " * size
+            _check(nvrtc.nvrtcGetPTX(prog, code), "ptx")
+            code = code.rstrip(b"\x00")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    result = CompileResult(str(kernel.name), arch, output, code, lowered, log, parse_ptxas_log(log, lowered))
+    _CACHE[key] = result
+    return result
+
+
+_CACHE: dict[tuple, CompileResult] = {}
+
+
+def nvrtc_version() -> tuple[int, int]:
+    nvrtc = _nvrtc()
+    err, major, minor = nvrtc.nvrtcVersion()
+    return int(major), int(minor)
+
+
+def parse_arch_list(value: str) -> list[str]:
+    """``"sm_75,sm_80"`` or ``"75,80"`` -> ``["sm_75", "sm_80"]``; bad items raise ValueError."""
+    from .contract import SUPPORTED_ARCHES
+
+    arches = []
+    for item in (v.strip() for v in value.split(",")):
+        if not item:
+            continue
+        arch = item if item.startswith("sm_") else f"sm_{item.replace('.', '')}"
+        if arch not in SUPPORTED_ARCHES:
+            raise ValueError(
+                f"--gemm-arch: unknown architecture {item!r}; valid: {', '.join(SUPPORTED_ARCHES)}"
+            )
+        arches.append(arch)
+    if not arches:
+        raise ValueError(f"--gemm-arch: no architecture in {value!r}; try --gemm-arch sm_75,sm_80,sm_90")
+    return arches

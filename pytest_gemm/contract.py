@@ -1,0 +1,283 @@
+"""The kernel contract: how a user declares a GEMM kernel.
+
+Pure Python: nothing here imports CuPy or touches CUDA, so declaring kernels
+(and loading the module that declares them) works on a machine with no GPU.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence, Union
+
+from .precision import PRECISIONS, get_precision
+
+SIGNATURE_TOKENS = ("A", "B", "C", "M", "N", "K", "alpha", "beta")
+REQUIRED_TOKENS = ("A", "B", "C", "M", "N", "K")
+SUPPORTED_ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
+MAX_THREADS_PER_BLOCK = 1024
+
+GridFn = Callable[[int, int, int], Sequence[int]]
+SharedMem = Union[int, Callable[[int, int, int], int]]
+
+
+class GemmSpecError(ValueError):
+    """A kernel declaration or a ``--gemm-kernel`` spec is wrong; the message says how to fix it."""
+
+
+def parse_signature(signature: str) -> tuple[str, ...]:
+    """Split ``"A,B,C,M,N,K"`` into tokens and check them.
+
+    Every token must be known, none repeated, A B C M N K all present, and
+    alpha/beta come as a pair.
+    """
+    tokens = tuple(t.strip() for t in signature.split(",") if t.strip())
+    unknown = [t for t in tokens if t not in SIGNATURE_TOKENS]
+    if unknown:
+        raise GemmSpecError(
+            f"signature {signature!r}: unknown token(s) {', '.join(map(repr, unknown))}; "
+            f"valid tokens are {', '.join(SIGNATURE_TOKENS)} (case matters: alpha and beta are lower case)"
+        )
+    repeated = sorted({t for t in tokens if tokens.count(t) > 1})
+    if repeated:
+        raise GemmSpecError(f"signature {signature!r}: token(s) {', '.join(repeated)} appear more than once")
+    missing = [t for t in REQUIRED_TOKENS if t not in tokens]
+    if missing:
+        raise GemmSpecError(
+            f"signature {signature!r} is missing {', '.join(missing)}; "
+            "a GEMM kernel takes at least A, B, C, M, N, K in the order its C++ parameters are declared"
+        )
+    if ("alpha" in tokens) != ("beta" in tokens):
+        raise GemmSpecError(f"signature {signature!r}: alpha and beta come together; give both or neither")
+    return tokens
+
+
+def _int_tuple(value: Any, length: int, what: str) -> tuple[int, ...]:
+    if isinstance(value, int):
+        value = (value,)
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise GemmSpecError(f"{what} must be a tuple of {length} positive ints, got {value!r}") from None
+    if len(items) > length or not items or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items):
+        raise GemmSpecError(f"{what} must be a tuple of up to {length} positive ints, got {value!r}")
+    return items + (1,) * (length - len(items))
+
+
+def _check_common(name: str, precision: str, min_cc: Any, multiple_of: Any) -> tuple[tuple[int, int], tuple[int, int, int]]:
+    if precision not in PRECISIONS:
+        raise GemmSpecError(
+            f"{name}: unknown precision {precision!r}; valid precisions are {', '.join(PRECISIONS)}"
+        )
+    try:
+        major, minor = min_cc
+        cc = (int(major), int(minor))
+    except (TypeError, ValueError):
+        raise GemmSpecError(f"{name}: min_cc must be a (major, minor) pair such as (8, 0), got {min_cc!r}") from None
+    mult = _int_tuple(multiple_of, 3, f"{name}: multiple_of")
+    return cc, mult  # type: ignore[return-value]
+
+
+def _caller_dir(depth: int = 2) -> Path:
+    """Directory of the module that declared a kernel (sources are relative to it)."""
+    frame = inspect.currentframe()
+    try:
+        for _ in range(depth):
+            frame = frame.f_back if frame else None
+        filename = frame.f_globals.get("__file__") if frame else None
+    finally:
+        del frame
+    return Path(filename).resolve().parent if filename else Path.cwd()
+
+
+def _looks_like_code(source: str) -> bool:
+    return "\n" in source or "__global__" in source or "{" in source
+
+
+@dataclass(eq=False)
+class CudaKernel:
+    """A CUDA C kernel computing row-major ``C = A @ B`` (or ``alpha*A@B + beta*C``).
+
+    ``source`` is a path relative to the defining module, or the CUDA C text.
+    ``entry`` is the ``extern "C"`` name or a template instantiation such as ``mm<16>``.
+    Launch geometry: ``tile=(rows, cols)`` of C per block gives
+    ``grid = (ceil(N/cols), ceil(M/rows))``; or ``grid=lambda m, n, k: (...)``.
+    """
+
+    source: str
+    entry: str
+    block: Sequence[int]
+    tile: Sequence[int] | None = None
+    grid: GridFn | None = None
+    signature: str = "A,B,C,M,N,K"
+    precision: str = "fp32"
+    min_cc: Sequence[int] = (7, 0)
+    multiple_of: Sequence[int] = (1, 1, 1)
+    shared_mem: SharedMem = 0
+    options: Sequence[str] = ()
+    name: str | None = None
+    deterministic: bool = True
+    arches: Sequence[str] | None = None
+    origin: Path = field(default_factory=lambda: _caller_dir(3), repr=False)
+
+    def __post_init__(self) -> None:
+        if self.name is None:
+            self.name = self.entry
+        self.options = tuple(self.options)
+
+    # -- validation -------------------------------------------------------
+    def validate(self) -> None:
+        """Raise GemmSpecError naming what is wrong; called by the loader."""
+        label = f"kernel {self.name!r}"
+        if not isinstance(self.entry, str) or not self.entry.strip():
+            raise GemmSpecError(f"{label}: entry must name the kernel function, e.g. entry=\"mm_tiled\"")
+        parse_signature(self.signature)
+        self.min_cc, self.multiple_of = _check_common(label, self.precision, self.min_cc, self.multiple_of)
+        self.block = _int_tuple(self.block, 3, f"{label}: block")
+        threads = math.prod(self.block)
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise GemmSpecError(
+                f"{label}: block={tuple(self.block)} is {threads} threads; CUDA allows at most "
+                f"{MAX_THREADS_PER_BLOCK} per block, so use a smaller block (e.g. (16, 16))"
+            )
+        if self.precision in ("fp16", "bf16") and threads % 32:
+            raise GemmSpecError(
+                f"{label}: block={tuple(self.block)} is {threads} threads, not a whole number of warps; "
+                "tensor-core (WMMA) kernels need whole warps: use a multiple of 32 threads"
+            )
+        if (self.tile is None) == (self.grid is None):
+            raise GemmSpecError(f"{label}: give exactly one of tile=(rows, cols) or grid=lambda m, n, k: (...)")
+        if self.tile is not None:
+            self.tile = _int_tuple(self.tile, 2, f"{label}: tile")
+        elif not callable(self.grid):
+            raise GemmSpecError(f"{label}: grid must be a callable of (m, n, k), got {self.grid!r}")
+        if not (isinstance(self.shared_mem, int) and self.shared_mem >= 0) and not callable(self.shared_mem):
+            raise GemmSpecError(f"{label}: shared_mem must be bytes (int >= 0) or a callable of (m, n, k)")
+        if self.arches is not None:
+            bad = [a for a in self.arches if a not in SUPPORTED_ARCHES]
+            if bad:
+                raise GemmSpecError(f"{label}: unknown arch(es) {bad}; valid: {', '.join(SUPPORTED_ARCHES)}")
+        self.source_path()  # a missing file is reported now, not at compile time
+
+    # -- derived facts ----------------------------------------------------
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return parse_signature(self.signature)
+
+    @property
+    def takes_alpha_beta(self) -> bool:
+        return "alpha" in self.tokens
+
+    def source_path(self) -> Path | None:
+        """The .cu file, or None when ``source`` is CUDA C text."""
+        if _looks_like_code(self.source):
+            return None
+        path = Path(self.source)
+        if not path.is_absolute():
+            path = self.origin / path
+        if not path.is_file():
+            raise GemmSpecError(
+                f"kernel {self.name!r}: source file {str(path)!r} not found; source is a path relative to "
+                f"the module that declares the kernel ({self.origin}) or the CUDA C text itself"
+            )
+        return path
+
+    def source_text(self) -> tuple[str, str]:
+        """(CUDA C text, file name used in compile messages)."""
+        path = self.source_path()
+        if path is None:
+            return self.source, f"{self.name}.cu"
+        return path.read_text(), str(path)
+
+    def launch_grid(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        if self.grid is not None:
+            return _int_tuple(tuple(self.grid(m, n, k)), 3, f"kernel {self.name!r}: grid(m, n, k)")  # type: ignore[return-value]
+        rows, cols = self.tile  # type: ignore[misc]
+        return (-(-n // cols), -(-m // rows), 1)
+
+    def dynamic_shared_mem(self, m: int, n: int, k: int) -> int:
+        return int(self.shared_mem(m, n, k)) if callable(self.shared_mem) else int(self.shared_mem)
+
+    def claimed_arches(self) -> tuple[str, ...]:
+        """Architectures to compile-check: declared ones, else the CI set at or above min_cc."""
+        if self.arches is not None:
+            return tuple(self.arches)
+        floor = tuple(self.min_cc)
+        return tuple(a for a in ("sm_75", "sm_80", "sm_90") if (int(a[3]), int(a[4:])) >= floor)
+
+
+def _positional_params(fn: Callable[..., Any]) -> list[inspect.Parameter]:
+    return [p for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+@dataclass(eq=False)
+class PyKernel:
+    """A Python launcher (CuPy, Numba, Triton, ...) that writes ``a @ b`` into ``c``.
+
+    The function takes ``(a, b, c)`` or ``(a, b, c, alpha, beta)``: CuPy arrays,
+    ``a`` (M, K) and ``b`` (K, N) in the precision's storage dtype (bf16 as
+    uint16 bit patterns), ``c`` (M, N) float32.
+    """
+
+    fn: Callable[..., Any]
+    precision: str = "fp32"
+    min_cc: Sequence[int] = (7, 0)
+    multiple_of: Sequence[int] = (1, 1, 1)
+    name: str | None = None
+    deterministic: bool = True
+
+    def __post_init__(self) -> None:
+        if self.name is None:
+            self.name = getattr(self.fn, "__name__", "kernel")
+
+    def validate(self) -> None:
+        label = f"kernel {self.name!r}"
+        if not callable(self.fn):
+            raise GemmSpecError(f"{label}: @kernel must decorate a function")
+        self.min_cc, self.multiple_of = _check_common(label, self.precision, self.min_cc, self.multiple_of)
+        params = _positional_params(self.fn)
+        if len(params) not in (3, 5):
+            raise GemmSpecError(
+                f"{label}: a @kernel function takes (a, b, c) or (a, b, c, alpha, beta), "
+                f"but {self.fn.__name__} takes {len(params)} positional parameters"
+            )
+
+    @property
+    def takes_alpha_beta(self) -> bool:
+        return len(_positional_params(self.fn)) == 5
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def kernel(fn: Callable[..., Any] | None = None, *, precision: str = "fp32", min_cc: Sequence[int] = (7, 0),
+           multiple_of: Sequence[int] = (1, 1, 1), name: str | None = None,
+           deterministic: bool = True) -> Any:
+    """Declare a Python launcher as a GEMM kernel: ``@kernel`` or ``@kernel(precision="fp16", ...)``."""
+
+    def wrap(f: Callable[..., Any]) -> PyKernel:
+        return PyKernel(f, precision=precision, min_cc=min_cc, multiple_of=multiple_of, name=name,
+                        deterministic=deterministic)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+GemmKernel = Union[CudaKernel, PyKernel]
+
+
+def is_kernel(obj: Any) -> bool:
+    return isinstance(obj, (CudaKernel, PyKernel))
+
+
+def short_id(name: str) -> str:
+    """A test-id friendly form of a kernel name: ``"tiled 16"`` -> ``"tiled16"``."""
+    keep = "".join(ch for ch in name if ch.isalnum() or ch in "_-.")
+    return keep or "kernel"
+
+
+__all__ = [
+    "CudaKernel", "PyKernel", "kernel", "GemmKernel", "GemmSpecError", "parse_signature",
+    "is_kernel", "short_id", "SIGNATURE_TOKENS", "SUPPORTED_ARCHES", "MAX_THREADS_PER_BLOCK",
+]

@@ -1,0 +1,116 @@
+"""Fixtures for conformance checks and for people writing their own tests.
+
+Each GPU fixture skips with the reason when no GPU is usable; the numpy ones
+(inputs, reference, comparisons) work everywhere.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from .device import GemmDevice, probe, require_device
+
+
+@pytest.fixture
+def gemm_device() -> GemmDevice:
+    """The GPU under test: name, compute capability, SMs, shared memory, registers, L2, clocks."""
+    return require_device()
+
+
+@pytest.fixture
+def gemm_exact_inputs() -> Callable[..., Any]:
+    """Factory ``(m, n, k, precision="fp32", seed=0, with_c=False) -> GemmProblem`` of
+    integer-valued inputs whose every product and partial sum is exact."""
+    from .inputs import exact_inputs
+
+    return exact_inputs
+
+
+@pytest.fixture
+def gemm_random_inputs() -> Callable[..., Any]:
+    """Factory ``(m, n, k, precision="fp32", distribution="uniform"|"heavy", seed=0)``."""
+    from .inputs import random_inputs
+
+    return random_inputs
+
+
+def _array_module(x: Any) -> Any:
+    if type(x).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def reference_on_best_device(a64: Any, b64: Any, alpha: float = 1.0, beta: float = 0.0, c0: Any = None) -> Any:
+    """float64 ``alpha*A@B + beta*C``: on the GPU when one is usable, else numpy.
+    Returns an array of the same kind (numpy or CuPy) as ``a64``."""
+    from .reference import reference
+
+    xp = _array_module(a64)
+    if xp is np and not isinstance(probe(), str):
+        import cupy
+
+        out = reference(cupy.asarray(a64, dtype=cupy.float64), cupy.asarray(b64, dtype=cupy.float64),
+                        alpha=alpha, beta=beta, c0=None if c0 is None else cupy.asarray(c0), xp=cupy)
+        return cupy.asnumpy(out)
+    return reference(xp.asarray(a64, dtype=xp.float64), xp.asarray(b64, dtype=xp.float64),
+                     alpha=alpha, beta=beta, c0=c0, xp=xp)
+
+
+@pytest.fixture
+def gemm_reference() -> Callable[..., Any]:
+    """``ref(a64, b64, alpha=1.0, beta=0.0, c0=None)`` in float64 (pass ``problem.a64``)."""
+    return reference_on_best_device
+
+
+@pytest.fixture
+def gemm_assert_bit_identical() -> Callable[..., None]:
+    """``check(got, want, tile=None)``: bit-for-bit equality with a diagnosis on failure."""
+    from .diagnose import assert_bit_identical
+
+    return assert_bit_identical
+
+
+@pytest.fixture
+def gemm_assert_accurate() -> Callable[..., Any]:
+    """``check(got, problem, precision=None)``: within the K- and precision-derived error bound."""
+    from .checks import assert_accurate_problem
+
+    return assert_accurate_problem
+
+
+@pytest.fixture
+def gemm_timer(gemm_device: GemmDevice) -> Any:
+    """``timer(fn, flops=...)`` -> TimingResult (CUDA events, L2 flushed, median and spread)."""
+    from .timing import time_gpu
+
+    def timer(fn: Callable[[], Any], *, flops: float, **kwargs: Any) -> Any:
+        kwargs.setdefault("l2_bytes", gemm_device.l2_bytes)
+        return time_gpu(fn, flops=flops, **kwargs)
+
+    return timer
+
+
+@pytest.fixture
+def gemm_case(request: pytest.FixtureRequest) -> Any:
+    raise pytest.UsageError(
+        f"{request.node.nodeid}: gemm_case is parametrized by @pytest.mark.gemm_cases(check, shapes=...)"
+    )
+
+
+@pytest.fixture
+def gemm_harness(gemm_case: Any) -> Any:
+    """The kernel of ``gemm_case`` compiled and loaded on this GPU, ready to run on guarded buffers.
+    Skips when there is no GPU or the GPU is below the kernel's min_cc."""
+    device = require_device()
+    kernel = gemm_case.kernel
+    if not device.supports(tuple(kernel.min_cc)):
+        major, minor = kernel.min_cc
+        pytest.skip(f"kernel {kernel.name!r} needs compute capability {major}.{minor} (min_cc); "
+                    f"this GPU ({device.name}) is {device.compute_capability[0]}.{device.compute_capability[1]}")
+    from .checks import harness_for
+
+    return harness_for(kernel, device)

@@ -1,0 +1,78 @@
+"""The pytest11 entry point: options, markers and hooks. Kept thin on purpose:
+the work lives in the modules it imports, and nothing here touches CUDA."""
+from __future__ import annotations
+
+import pytest
+
+from . import session
+from .fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
+    gemm_assert_accurate,
+    gemm_assert_bit_identical,
+    gemm_case,
+    gemm_device,
+    gemm_exact_inputs,
+    gemm_harness,
+    gemm_random_inputs,
+    gemm_reference,
+    gemm_timer,
+)
+
+MARKERS = (
+    "gemm_gpu: the test needs a usable GPU; skipped with the reason when there is none",
+    "gemm_requires_cc(major, minor): the test needs compute capability >= major.minor",
+    "gemm_cases(check, shapes, params=None, when=None): parametrize gemm_case over kernels under test",
+    "gemm_offline: a compile-only check that runs without a GPU (kept by --gemm-arch)",
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gemm", "GPU matrix-multiplication kernels (pytest-gemm)")
+    group.addoption("--gemm-kernel", action="append", default=[], metavar="SPEC",
+                    help="kernel(s) under test: module:attr or path/to/file.py:attr (repeatable); "
+                         "with no test path given, runs the shipped conformance suite")
+    group.addoption("--gemm-arch", default=None, metavar="LIST",
+                    help="compile-only mode: compile every kernel for these architectures with NVRTC "
+                         "(no GPU needed) and report registers/spills/shared memory, e.g. sm_75,sm_80,sm_90")
+    group.addoption("--gemm-bench-shape", default=None, metavar="MxNxK",
+                    help="shape of the timed speed check (default 4096x4096x4096)")
+    group.addoption("--gemm-min-cublas-fraction", type=float, default=None, metavar="F",
+                    help="fail the speed check of a kernel slower than F x cuBLAS at the same precision")
+    group.addoption("--gemm-report", default=None, metavar="PATH", help="write a JSON report of every kernel")
+    group.addoption("--gemm-no-ladder", action="store_true", default=False,
+                    help="do not rank the reference ladder beside the kernels under test")
+    parser.addini("gemm_kernels", type="linelist", default=[],
+                  help="kernel specs under test, one per line (like --gemm-kernel)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
+    session.configure(config)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    session.generate_tests(metafunc)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    session.select_items(config, items)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    session.check_requirements(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    outcome = yield
+    session.annotate_report(item, call, outcome.get_result())
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    session.terminal_summary(terminalreporter, config)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from . import session as gemm_session
+
+    gemm_session.write_outputs(session.config)

@@ -1,0 +1,84 @@
+"""The four precisions a kernel may declare, and how their inputs are stored.
+
+fp32: float32 in, float32 arithmetic, float32 out.
+tf32: float32 in and out; the kernel may round A and B to TF32 (10 explicit
+      mantissa bits) before multiplying, and accumulates in float32.
+fp16, bf16: half-precision inputs, float32 accumulate and output. bf16 has no
+      numpy dtype, so it is stored as uint16 bit patterns (the top half of a
+      float32).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Precision:
+    name: str
+    storage_dtype: str       # numpy dtype of A and B as handed to the kernel
+    input_bits: int          # significand bits (with the implicit one) the products see
+    inputs_rounded_inside: bool  # tf32: the kernel itself rounds float32 inputs
+    max_exact_int: int       # largest integer every input value may take and stay exact
+    accumulator_bits: int = 24   # float32 accumulate for all four
+
+    @property
+    def input_unit_roundoff(self) -> float:
+        return 2.0 ** -self.input_bits
+
+    @property
+    def unit_roundoff(self) -> float:
+        """Unit roundoff of the float32 accumulator, 2**-24."""
+        return 2.0 ** -self.accumulator_bits
+
+
+PRECISIONS: dict[str, Precision] = {
+    "fp32": Precision("fp32", "float32", 24, False, 2 ** 24),
+    "tf32": Precision("tf32", "float32", 11, True, 2 ** 11),
+    "fp16": Precision("fp16", "float16", 11, False, 2 ** 11),
+    "bf16": Precision("bf16", "uint16", 8, False, 2 ** 8),
+}
+
+
+def get_precision(name: str | Precision) -> Precision:
+    if isinstance(name, Precision):
+        return name
+    try:
+        return PRECISIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown precision {name!r}; valid precisions are {', '.join(PRECISIONS)}") from None
+
+
+def float32_to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to bfloat16 (nearest, ties to even); return the uint16 bit patterns."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def to_storage(values: np.ndarray, precision: str | Precision) -> np.ndarray:
+    """float64 values -> the array a kernel of this precision receives (C-contiguous)."""
+    p = get_precision(precision)
+    if p.name == "bf16":
+        return float32_to_bf16_bits(values.astype(np.float32))
+    return np.ascontiguousarray(values, dtype=p.storage_dtype)
+
+
+def from_storage(stored: np.ndarray, precision: str | Precision) -> np.ndarray:
+    """The exact float64 values a stored input array represents."""
+    p = get_precision(precision)
+    if p.name == "bf16":
+        return bf16_bits_to_float32(stored).astype(np.float64)
+    return np.asarray(stored).astype(np.float64)
+
+
+def round_to_tf32(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to TF32 (nearest): used to model a TF32 kernel on the CPU."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0xFFF + ((bits >> 13) & 1)) >> 13) << 13
+    return rounded.astype(np.uint32).view(np.float32)

@@ -1,0 +1,251 @@
+"""What the plugin's hooks do: load kernels, parametrize, skip, record results.
+
+State lives in ``config.stash``; results travel as JSON in ``user_properties``
+so they cross pytest-xdist to the controller.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cases import build_cases, parse_shape, skip_reason
+from .contract import GemmKernel, GemmSpecError
+
+RESULT_PROPERTY = "gemm_result"
+
+
+@dataclass
+class GemmState:
+    kernels: list[GemmKernel]
+    user_kernels: bool                 # given with --gemm-kernel / gemm_kernels
+    arches: list[str] | None           # --gemm-arch: compile-only mode
+    bench_shape: tuple[int, int, int]
+    min_cublas_fraction: float | None
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+
+STATE = pytest.StashKey[GemmState]()
+
+
+def state(config: pytest.Config) -> GemmState:
+    return config.stash[STATE]
+
+
+def conformance_dir() -> Path:
+    spec = importlib.util.find_spec("conformance")
+    if spec is None or not spec.submodule_search_locations:
+        raise pytest.UsageError("the conformance package is not installed; reinstall pytest-gemm")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _ladder() -> list[GemmKernel]:
+    import reference_kernels
+
+    return list(reference_kernels.LADDER)
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _precheck_compile(kernels: list[GemmKernel]) -> None:
+    """Compile user CUDA kernels once, offline, so a compile error ends the run
+    with NVRTC's log instead of failing every test. Skipped without NVRTC."""
+    from .contract import CudaKernel
+
+    try:
+        from .compiler import GemmCompileError, GemmToolchainError, compile_for_arch
+    except ImportError:  # pragma: no cover
+        return
+    for k in kernels:
+        if not isinstance(k, CudaKernel):
+            continue
+        try:
+            compile_for_arch(k, k.claimed_arches()[0] if k.claimed_arches() else "sm_80", output="ptx")
+        except GemmToolchainError:
+            return
+        except GemmCompileError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def configure(config: pytest.Config) -> None:
+    opt = config.option
+    specs = list(getattr(opt, "gemm_kernel", None) or []) or list(config.getini("gemm_kernels"))
+    try:
+        arches = None
+        if getattr(opt, "gemm_arch", None):
+            from .compiler import parse_arch_list
+
+            arches = parse_arch_list(opt.gemm_arch)
+        bench = parse_shape(opt.gemm_bench_shape) if getattr(opt, "gemm_bench_shape", None) else (4096, 4096, 4096)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    fraction = getattr(opt, "gemm_min_cublas_fraction", None)
+    if fraction is not None and not 0 < fraction <= 10:
+        raise pytest.UsageError(f"--gemm-min-cublas-fraction {fraction}: expected a fraction such as 0.5 (of cuBLAS)")
+    if specs:
+        from .loader import load_specs
+
+        try:
+            kernels = load_specs(specs, Path(config.invocation_params.dir))
+        except GemmSpecError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if not _is_xdist_worker(config):
+            _precheck_compile(kernels)
+    else:
+        kernels = []
+    config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction)
+    config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
+    # `pytest --gemm-kernel mod:k` (or --gemm-arch) with no test path runs the shipped suite.
+    if (specs or arches) and config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args[:] = [str(conformance_dir())]
+
+
+def kernels_under_test(config: pytest.Config) -> list[GemmKernel]:
+    st = state(config)
+    if not st.kernels:  # the ladder is the default target, loaded only when a test asks for it
+        st.kernels = _ladder()
+        for k in st.kernels:
+            k.validate()
+    return st.kernels
+
+
+def generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "gemm_case" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("gemm_cases")
+    if marker is None:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: uses gemm_case without a @pytest.mark.gemm_cases(...) marker")
+    check = marker.args[0] if marker.args else marker.kwargs["check"]
+    shapes = marker.kwargs.get("shapes") or (marker.args[1] if len(marker.args) > 1 else None)
+    if shapes == "bench":
+        shapes = [state(metafunc.config).bench_shape]
+    params = marker.kwargs.get("params") or ({},)
+    cases = build_cases(check, kernels_under_test(metafunc.config), shapes, params, marker.kwargs.get("when"))
+    values = []
+    for case in cases:
+        reason = skip_reason(case.kernel, case.shape)
+        marks = [pytest.mark.skip(reason=reason)] if reason else []
+        values.append(pytest.param(case, id=case.id, marks=marks))
+    if not values:
+        values = [pytest.param(None, id=f"{check}-none", marks=pytest.mark.skip(
+            reason=f"no kernel under test has what the {check} check needs"))]
+    metafunc.parametrize("gemm_case", values)
+
+
+def _required_cc(item: pytest.Item) -> tuple[int, int] | None:
+    marker = item.get_closest_marker("gemm_requires_cc")
+    if marker is None:
+        return None
+    try:
+        major, minor = (int(x) for x in marker.args)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{item.nodeid}: use @pytest.mark.gemm_requires_cc(major, minor), "
+                                f"e.g. gemm_requires_cc(8, 0); got {marker.args!r}") from None
+    return major, minor
+
+
+def select_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Check marker arguments (a typo is an error even with no GPU); in --gemm-arch
+    mode keep only compile-only checks."""
+    for item in items:
+        _required_cc(item)
+    if state(config).arches is None:
+        return
+    keep = [i for i in items if i.get_closest_marker("gemm_offline")]
+    drop = [i for i in items if not i.get_closest_marker("gemm_offline")]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def check_requirements(item: pytest.Item) -> None:
+    needed = _required_cc(item)
+    if item.get_closest_marker("gemm_gpu") is None and needed is None:
+        return
+    from .device import probe
+
+    found = probe()
+    if isinstance(found, str):
+        pytest.skip(found)
+    if needed is not None and found.compute_capability < needed:
+        pytest.skip(f"needs compute capability {needed[0]}.{needed[1]}; this GPU ({found.name}) is "
+                    f"{found.compute_capability[0]}.{found.compute_capability[1]}")
+
+
+def _category(excinfo: Any) -> str | None:
+    if excinfo is None:
+        return None
+    from .categories import FAULT, GemmCheckFailure
+
+    exc = excinfo.value
+    if isinstance(exc, GemmCheckFailure):
+        return exc.category
+    name = type(exc).__name__
+    if name in ("CUDARuntimeError", "CUDADriverError", "CUDARuntimeError_"):
+        return FAULT
+    return None
+
+
+def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
+    """Attach the check's result (kernel, check, shape, outcome, category) as JSON."""
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    if report.when not in ("setup", "call") or (report.when == "setup" and report.passed):
+        return
+    if params.get("gemm_case") is not None:
+        case = params["gemm_case"]
+        kernel, check, shape, extra = case.kernel, case.check, list(case.shape), case.params
+    elif params.get("gemm_kernel_arch") is not None:
+        kernel, arch = params["gemm_kernel_arch"]
+        check, shape, extra = "compile", None, {"arch": arch}
+    else:
+        return
+    record: dict[str, Any] = {
+        "kernel": str(kernel.name), "precision": kernel.precision, "check": check,
+        "shape": shape, "params": extra, "outcome": report.outcome, "category": _category(call.excinfo),
+    }
+    if report.failed:
+        record["message"] = str(call.excinfo.value) if call.excinfo else report.longreprtext[-2000:]
+    elif report.skipped and call.excinfo is not None:
+        record["message"] = str(getattr(call.excinfo.value, "msg", call.excinfo.value))
+    for name, value in item.user_properties:
+        if name == "gemm_extra":
+            record.update(json.loads(value))
+    report.user_properties.append((RESULT_PROPERTY, json.dumps(record)))
+
+
+class ResultCollector:
+    """Gathers every check's JSON record, on the controller too under xdist."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in getattr(report, "user_properties", ()):
+            if name == RESULT_PROPERTY:
+                state(self.config).results.append(json.loads(value))
+
+
+def terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    from .report import summary_lines
+
+    if STATE not in config.stash:
+        return
+    for line in summary_lines(state(config), config):
+        terminalreporter.write_line(line)
+
+
+def write_outputs(config: pytest.Config) -> None:
+    if STATE not in config.stash or _is_xdist_worker(config):
+        return
+    path = getattr(config.option, "gemm_report", None)
+    if path:
+        from .report import write_json_report
+
+        write_json_report(Path(path), state(config))
+
