@@ -218,6 +218,9 @@ def check_accuracy_random(h: Harness, shape: Shape, distribution: str) -> None:
     assert_accurate_problem(result.c, problem)
 
 
+_LAUNCH_RESOURCE_SHAPE = (64, 64, 64)  # the shape the launch check runs; occupancy is reported there
+
+
 def check_launch(h: Harness, record: Callable[[dict[str, Any]], None]) -> None:
     """Compiles and launches on this device; records registers, spills, shared memory, occupancy."""
     from .inputs import exact_inputs
@@ -230,9 +233,9 @@ def check_launch(h: Harness, record: Callable[[dict[str, Any]], None]) -> None:
         res = compiled.resources
         info.update(registers=res.registers, spill_stores=res.spill_stores, spill_loads=res.spill_loads,
                     stack_frame=res.stack_frame)
-    attrs = h.loaded.attributes()
+    attrs = h.loaded.attributes(*_LAUNCH_RESOURCE_SHAPE)
     if attrs is not None:
-        info.update(shared_static=attrs.shared_static, local_bytes=attrs.local_bytes,
+        info.update(registers=attrs.registers, shared_static=attrs.shared_static, local_bytes=attrs.local_bytes,
                     blocks_per_sm=attrs.blocks_per_sm, occupancy=round(attrs.occupancy, 3),
-                    dynamic_shared=h.kernel.dynamic_shared_mem(4096, 4096, 4096))  # type: ignore[union-attr]
+                    dynamic_shared=h.kernel.dynamic_shared_mem(*_LAUNCH_RESOURCE_SHAPE))  # type: ignore[union-attr]
     record({"resources": info})

@@ -67,11 +67,27 @@ def _nvrtc():
     return nvrtc
 
 
+def _header_major(include_dir: Path) -> int | None:
+    """CUDA major version of a header tree (CUDART_VERSION in cuda_runtime_api.h)."""
+    header = include_dir / "cuda_runtime_api.h"
+    if not header.is_file():
+        return None
+    m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", header.read_text(errors="replace"))
+    return int(m.group(1)) // 1000 if m else None
+
+
+def _system_include_dirs() -> list[Path]:
+    roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    return [Path(r, "include") for r in roots if r and Path(r, "include").is_dir()]
+
+
 @lru_cache(maxsize=1)
 def include_dirs() -> tuple[str, ...]:
     """CUDA headers matching the installed NVRTC: pip's cudart headers, the nvcc
-    wheel's (crt/mma.h lives there), CuPy's bundled libcu++; a system toolkit only
-    when pip provides none (mixing header and NVRTC majors breaks builds)."""
+    wheel's (crt/mma.h lives there), CuPy's bundled libcu++. A system toolkit is
+    added only with the same CUDA major as NVRTC (mixed majors break builds): as
+    the whole tree when pip gives none, or to supply crt/mma.h, which CUDA 13's
+    pip headers lack."""
     dirs: list[str] = []
     try:
         import cuda.pathfinder as pathfinder
@@ -81,7 +97,7 @@ def include_dirs() -> tuple[str, ...]:
                 found = pathfinder.find_nvidia_header_directory(lib)
             except Exception:
                 found = None
-            if found and "site-packages" in found:
+            if found and "site-packages" in found and found not in dirs:
                 dirs.append(found)
     except ImportError:
         pass
@@ -90,10 +106,16 @@ def include_dirs() -> tuple[str, ...]:
         cccl = Path(spec.origin).parent / "_core" / "include" / "cupy" / "_cccl" / "libcudacxx"
         if cccl.is_dir():
             dirs.append(str(cccl))
-    if not any(Path(d, "cuda_fp16.h").is_file() for d in dirs):
-        for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-            if root and Path(root, "include", "cuda_fp16.h").is_file():
-                dirs.append(str(Path(root, "include")))
+    has_runtime = any(Path(d, "cuda_fp16.h").is_file() for d in dirs)
+    has_mma = any(Path(d, "crt", "mma.h").is_file() for d in dirs)
+    if not (has_runtime and has_mma):
+        try:
+            major = nvrtc_version()[0]
+        except Exception:
+            major = None
+        for system in _system_include_dirs():
+            if _header_major(system) == major and (system / "crt" / "mma.h").is_file():
+                dirs.append(str(system))  # searched after pip's: fills only what they lack
                 break
     return tuple(dirs)
 

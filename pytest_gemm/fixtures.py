@@ -102,15 +102,30 @@ def gemm_case(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture
-def gemm_harness(gemm_case: Any) -> Any:
-    """The kernel of ``gemm_case`` compiled and loaded on this GPU, ready to run on guarded buffers.
-    Skips when there is no GPU or the GPU is below the kernel's min_cc."""
+def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[[], dict]:
+    """Runs ``gemm_case``'s check on its kernel (in the kernel's sandbox process) and records
+    the facts it reports. Skips when there is no GPU or the GPU is below the kernel's min_cc."""
+    import json
+
+    from .session import run_in_sandbox
+
     device = require_device()
     kernel = gemm_case.kernel
     if not device.supports(tuple(kernel.min_cc)):
         major, minor = kernel.min_cc
         pytest.skip(f"kernel {kernel.name!r} needs compute capability {major}.{minor} (min_cc); "
                     f"this GPU ({device.name}) is {device.compute_capability[0]}.{device.compute_capability[1]}")
-    from .checks import harness_for
 
-    return harness_for(kernel, device)
+    def run() -> dict:
+        try:
+            facts = run_in_sandbox(request.config, kernel, gemm_case.check, gemm_case.shape, gemm_case.params)
+        except BaseException as exc:
+            facts = getattr(exc, "facts", None)
+            if facts:
+                request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
+            raise
+        if facts:
+            request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
+        return facts
+
+    return run

@@ -17,7 +17,7 @@ from .device import GemmDevice
 from .inputs import GemmProblem
 from .launch import LoadedKernel, load
 
-GUARD_BYTE = 0xA5
+GUARD_BYTE = 0xFF  # all-ones: NaN in fp32, fp16 and bf16, so a read past the end shows too
 ALIGN = 256  # cudaMalloc alignment: keep every matrix start 256-byte aligned for float4 kernels
 
 

@@ -73,24 +73,33 @@ class LoadedKernel:
                        shared_mem=kernel.dynamic_shared_mem(m, n, k))
 
     def attributes(self, m: int = 4096, n: int = 4096, k: int = 4096) -> KernelAttributes | None:
+        """Registers, local and shared memory from the driver; occupancy at this shape."""
         if self._function is None:
             return None
-        import cupy
-
         fn = self._function
         threads = int(np.prod(self.kernel.block))
         smem = self.kernel.dynamic_shared_mem(m, n, k)  # type: ignore[union-attr]
-        self.prepare(m, n, k)
-        try:
-            blocks = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, threads, smem)
-        except Exception:
-            blocks = 0
+        blocks = blocks_per_sm(self.device, threads, int(fn.num_regs), int(fn.shared_size_bytes) + smem)
         max_warps = max(1, self.device.max_threads_per_sm // 32)
         return KernelAttributes(
             registers=int(fn.num_regs), local_bytes=int(fn.local_size_bytes),
             shared_static=int(fn.shared_size_bytes), max_threads=int(fn.max_threads_per_block),
-            blocks_per_sm=int(blocks), occupancy=min(1.0, blocks * ((threads + 31) // 32) / max_warps),
+            blocks_per_sm=blocks, occupancy=min(1.0, blocks * ((threads + 31) // 32) / max_warps),
         )
+
+
+def blocks_per_sm(device: GemmDevice, threads: int, registers: int, shared_bytes: int) -> int:
+    """Resident blocks per SM, limited by threads, registers (allocated per warp in
+    units of 256) and shared memory (1 KB reserved per block on sm_80+)."""
+    warps = (threads + 31) // 32
+    limits = [device.max_threads_per_sm // max(threads, 1), 32]
+    if registers:
+        per_warp = -(-registers * 32 // 256) * 256
+        limits.append(device.registers_per_sm // (per_warp * warps))
+    if shared_bytes:
+        reserved = 1024 if device.compute_capability >= (8, 0) else 0
+        limits.append(device.shared_mem_per_sm // (shared_bytes + reserved))
+    return max(0, min(limits))
 
 
 _LOADED: dict[tuple[int, int], LoadedKernel] = {}

@@ -120,11 +120,12 @@ def load_spec(spec: str, rootdir: Path | None = None) -> list[GemmKernel]:
                                 f"has no attribute {attr!r}; {hint}")
         value = getattr(value, part)
     kernels = _as_kernels(spec, attr, value)
-    for k in kernels:
+    for index, k in enumerate(kernels):
         try:
             k.validate()
         except GemmSpecError as exc:
             raise GemmSpecError(f"--gemm-kernel {spec!r}: {exc}") from None
+        k.origin_spec = (spec, index)  # how a sandbox process finds the same kernel again
     return kernels
 
 
@@ -137,6 +138,8 @@ def load_specs(specs: list[str], rootdir: Path | None = None) -> list[GemmKernel
             count = seen.get(str(k.name), 0)
             seen[str(k.name)] = count + 1
             if count:
+                origin = k.origin_spec
                 k = dataclasses.replace(k, name=f"{k.name}-{count + 1}")
+                k.origin_spec = origin
             kernels.append(k)
     return kernels

@@ -9,9 +9,9 @@ from .fixtures import (  # noqa: F401  (fixtures are found by name on the plugin
     gemm_assert_accurate,
     gemm_assert_bit_identical,
     gemm_case,
+    gemm_check,
     gemm_device,
     gemm_exact_inputs,
-    gemm_harness,
     gemm_random_inputs,
     gemm_reference,
     gemm_timer,
@@ -38,6 +38,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-min-cublas-fraction", type=float, default=None, metavar="F",
                     help="fail the speed check of a kernel slower than F x cuBLAS at the same precision")
     group.addoption("--gemm-report", default=None, metavar="PATH", help="write a JSON report of every kernel")
+    group.addoption("--gemm-timeout", type=float, default=None, metavar="SECONDS",
+                    help="kill a check that runs longer than this and report it as a timeout "
+                         "(default: 60 s plus 1 s per TFLOP the check's shape needs)")
+    group.addoption("--gemm-isolation", choices=("process", "none"), default="process",
+                    help="process (default): each kernel runs in a child process, so a fault, hang or exit() "
+                         "costs only its own check; none: run kernels inside the pytest process")
     group.addoption("--gemm-no-ladder", action="store_true", default=False,
                     help="do not rank the reference ladder beside the kernels under test")
     parser.addini("gemm_kernels", type="linelist", default=[],
@@ -48,6 +54,15 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     session.configure(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: one worker per GPU when there are several."""
+    from .gpus import visible_gpu_ids
+
+    count = len(visible_gpu_ids())
+    return count if count > 1 else None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -76,3 +91,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from . import session as gemm_session
 
     gemm_session.write_outputs(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session.stop_sandboxes(config)

@@ -26,7 +26,10 @@ class GemmState:
     arches: list[str] | None           # --gemm-arch: compile-only mode
     bench_shape: tuple[int, int, int]
     min_cublas_fraction: float | None
+    isolation: str = "process"
+    timeout: float | None = None
     results: list[dict[str, Any]] = field(default_factory=list)
+    sandboxes: dict[int, Any] = field(default_factory=dict)
 
 
 STATE = pytest.StashKey[GemmState]()
@@ -43,10 +46,7 @@ def conformance_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _ladder() -> list[GemmKernel]:
-    import reference_kernels
-
-    return list(reference_kernels.LADDER)
+LADDER_SPEC = "reference_kernels:LADDER"
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -74,6 +74,10 @@ def _precheck_compile(kernels: list[GemmKernel]) -> None:
 
 
 def configure(config: pytest.Config) -> None:
+    if _is_xdist_worker(config):  # before anything in this worker touches CUDA
+        from .gpus import pin_worker
+
+        pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]
     opt = config.option
     specs = list(getattr(opt, "gemm_kernel", None) or []) or list(config.getini("gemm_kernels"))
     try:
@@ -99,7 +103,11 @@ def configure(config: pytest.Config) -> None:
             _precheck_compile(kernels)
     else:
         kernels = []
-    config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction)
+    timeout = getattr(opt, "gemm_timeout", None)
+    if timeout is not None and timeout <= 0:
+        raise pytest.UsageError(f"--gemm-timeout {timeout}: expected a number of seconds > 0, e.g. 60")
+    config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction,
+                                    getattr(opt, "gemm_isolation", "process"), timeout)
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
     # `pytest --gemm-kernel mod:k` (or --gemm-arch) with no test path runs the shipped suite.
     if (specs or arches) and config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -109,9 +117,9 @@ def configure(config: pytest.Config) -> None:
 def kernels_under_test(config: pytest.Config) -> list[GemmKernel]:
     st = state(config)
     if not st.kernels:  # the ladder is the default target, loaded only when a test asks for it
-        st.kernels = _ladder()
-        for k in st.kernels:
-            k.validate()
+        from .loader import load_spec
+
+        st.kernels = load_spec(LADDER_SPEC)
     return st.kernels
 
 
@@ -249,3 +257,41 @@ def write_outputs(config: pytest.Config) -> None:
 
         write_json_report(Path(path), state(config))
 
+
+
+def check_timeout(st: GemmState, shape: tuple[int, int, int]) -> float:
+    """--gemm-timeout, or 60 s plus 1 s per TFLOP of one product at this shape."""
+    if st.timeout is not None:
+        return st.timeout
+    m, n, k = shape
+    return 60.0 + 2.0 * m * n * k / 1e12
+
+
+def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape: tuple[int, int, int],
+                   params: dict[str, Any]) -> dict[str, Any]:
+    """Run one check on one kernel, in its child process (or in-process with --gemm-isolation none)."""
+    st = state(config)
+    options = {"min_cublas_fraction": st.min_cublas_fraction}
+    if st.isolation == "none":
+        from .dispatch import run_check
+
+        facts: dict[str, Any] = {}
+        try:
+            run_check(kernel, check, shape, params, options, facts)
+        except Exception as exc:
+            exc.facts = facts  # type: ignore[attr-defined]
+            raise
+        return facts
+    from .sandbox import SandboxClient
+
+    client = st.sandboxes.get(id(kernel))
+    if client is None:
+        spec, index = kernel.origin_spec  # type: ignore[union-attr]
+        client = st.sandboxes[id(kernel)] = SandboxClient(spec, index, str(config.invocation_params.dir))
+    return client.run(check, list(shape), params, options, check_timeout(st, shape))
+
+
+def stop_sandboxes(config: pytest.Config) -> None:
+    if STATE in config.stash:
+        for client in state(config).sandboxes.values():
+            client.stop()
