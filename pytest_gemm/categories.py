@@ -1,0 +1,68 @@
+"""Failure categories: the one-word verdict every failed check carries.
+
+The names are part of the public contract (JSON report, Gradescope output),
+so they are plain strings, not an Enum: they cross xdist and JSON as-is.
+"""
+from __future__ import annotations
+
+WRONG_VALUES = "wrong_values"
+UNWRITTEN_OUTPUT = "unwritten_output"
+OUT_OF_BOUNDS_WRITE = "out_of_bounds_write"
+INPUT_MODIFIED = "input_modified"
+NONDETERMINISTIC = "nondeterministic"
+PRECISION_TOO_LOW = "precision_too_low"
+FAULT = "fault"
+TIMEOUT = "timeout"
+COMPILE_ERROR = "compile_error"
+LAUNCH_ERROR = "launch_error"
+TIMING_ESCAPE = "timing_escape"
+STALE_OUTPUT = "stale_output"
+
+ALL: tuple[str, ...] = (
+    WRONG_VALUES,
+    UNWRITTEN_OUTPUT,
+    OUT_OF_BOUNDS_WRITE,
+    INPUT_MODIFIED,
+    NONDETERMINISTIC,
+    PRECISION_TOO_LOW,
+    FAULT,
+    TIMEOUT,
+    COMPILE_ERROR,
+    LAUNCH_ERROR,
+    TIMING_ESCAPE,
+    STALE_OUTPUT,
+)
+
+
+class GemmCheckFailure(AssertionError):
+    """A conformance check failed; ``category`` says what kind of failure.
+
+    An AssertionError so pytest reports it as a test failure (not an error),
+    and its ``str()`` is the whole student-facing message.
+    """
+
+    def __init__(self, category: str, summary: str, details: list[str] | None = None) -> None:
+        if category not in ALL:
+            raise ValueError(f"unknown failure category {category!r}; valid categories are {', '.join(ALL)}")
+        self.category = category
+        self.summary = " ".join(summary.split())  # one line, whatever the caller built
+        self.details = list(details or [])
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        lines = [f"[{self.category}] {self.summary}"]
+        lines.extend(f"  {d}" for d in self.details)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self._message()
+
+    def __reduce__(self):  # picklable across processes despite the custom __init__
+        return (type(self), (self.category, self.summary, self.details))
+
+
+__all__ = [
+    "ALL", "GemmCheckFailure",
+    "WRONG_VALUES", "UNWRITTEN_OUTPUT", "OUT_OF_BOUNDS_WRITE", "INPUT_MODIFIED", "NONDETERMINISTIC",
+    "PRECISION_TOO_LOW", "FAULT", "TIMEOUT", "COMPILE_ERROR", "LAUNCH_ERROR", "TIMING_ESCAPE", "STALE_OUTPUT",
+]
