@@ -8,10 +8,18 @@ launches a kernel. A fault fails the check that faulted (the child reports it,
 then is replaced), a hang is killed after the timeout (``timeout``), a child
 that dies is reported with its exit status and its last output (``fault``).
 Messages are JSON lines over a pair of pipes, so a kernel's printf cannot
-corrupt them.
+corrupt them; what the child prints goes to a log, and the part printed during
+a failed check is added to that failure's details.
+
+Test hook: the child runs each check through ``pytest_gemm.dispatch.run_check``,
+or through the function named by the environment variable
+``PYTEST_GEMM_DISPATCH="module:function"`` (same signature), read only by the
+child. ``tests/test_sandbox.py`` uses it to drive the protocol with fake checks
+that need no GPU (sleep, raise, exit, abort); it is not a user option.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -21,10 +29,13 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from . import categories as cat
 from .categories import GemmCheckFailure
+
+DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"  # test hook: "module:function" the child runs checks with
+OUTPUT_LIMIT = 1500  # characters of the child's output quoted in a failure
 
 
 class SandboxClient:
@@ -42,6 +53,7 @@ class SandboxClient:
         cmd = [sys.executable, "-m", "pytest_gemm.sandbox", str(to_child_r), str(from_child_w)]
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
+        env["PYTHONUNBUFFERED"] = "1"  # a print just before os._exit() or a crash still reaches the log
         self.proc = subprocess.Popen(cmd, pass_fds=(to_child_r, from_child_w), stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                      cwd=self.rootdir, start_new_session=True)
@@ -53,6 +65,7 @@ class SandboxClient:
         self._send({"op": "load", "spec": self.spec, "index": self.index, "rootdir": self.rootdir})
 
     def _send(self, message: dict[str, Any]) -> None:
+        """Raises BrokenPipeError when the child is gone."""
         assert self.proc is not None
         self.writer.write(json.dumps(message) + "\n")
         self.writer.flush()
@@ -74,13 +87,28 @@ class SandboxClient:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def output_tail(self, limit: int = 1500) -> str:
-        try:
-            self.log.seek(0)
-            text = self.log.read().decode(errors="replace")
+    def output_tail(self, limit: int = OUTPUT_LIMIT, since: int = 0) -> str:
+        """The last ``limit`` characters the child printed (after byte offset ``since``)."""
+        try:  # pread: the child writes through the same open file, so its offset must not move
+            fd = self.log.fileno()
+            size = os.fstat(fd).st_size
+            start = max(since, size - 4 * limit)  # enough bytes for `limit` characters of UTF-8
+            text = os.pread(fd, size - start, start).decode(errors="replace")
         except (OSError, ValueError):
             return ""
         return text[-limit:].strip()
+
+    def _log_size(self) -> int:
+        try:
+            return os.fstat(self.log.fileno()).st_size
+        except (OSError, ValueError):
+            return 0
+
+    def _with_output(self, details: list[str], since: int) -> list[str]:
+        tail = self.output_tail(since=since)
+        if tail:
+            details = [*details, "its output during the check: " + tail.replace("\n", "\n    ")]
+        return details
 
     def stop(self) -> None:
         """End the child and everything it started (its own process group)."""
@@ -101,7 +129,14 @@ class SandboxClient:
 
     def _death(self, shape_text: str, what: str) -> GemmCheckFailure:
         assert self.proc is not None
-        code = self.proc.wait()
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # it closed its pipe but lives on: end it
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            code = self.proc.wait()
         if code < 0:
             try:
                 how = f"was killed by signal {signal.Signals(-code).name}"
@@ -133,17 +168,23 @@ class SandboxClient:
             if loaded["status"] != "ok":
                 self.stop()
                 _raise(loaded)
-        self._send({"op": "check", "check": check, "shape": shape, "params": params, "options": options})
+        since = self._log_size()
+        try:
+            self._send({"op": "check", "check": check, "shape": shape, "params": params, "options": options})
+        except (BrokenPipeError, ConnectionError):  # it died after its last reply
+            raise self._death(shape_text, check) from None
         try:
             reply = self._receive(timeout)
         except TimeoutError:
             self.stop()
+            details = self._with_output(["an endless loop, a deadlock at a barrier some threads never reach, "
+                                         "or a kernel far slower than the timeout allows"], since)
             raise GemmCheckFailure(cat.TIMEOUT, f"{check} at {shape_text} did not finish within {timeout:g} s "
-                                   "(--gemm-timeout); the kernel's process was killed",
-                                   ["an endless loop, a deadlock at a barrier some threads never reach, "
-                                    "or a kernel far slower than the timeout allows"]) from None
+                                   "(--gemm-timeout); the kernel's process was killed", details) from None
         if reply is None:
             raise self._death(shape_text, check)
+        if reply["status"] == "fail":
+            reply["details"] = self._with_output(list(reply.get("details", [])), since)
         if reply.get("restart"):  # the child's CUDA context is poisoned: start afresh next time
             self.stop()
         return _raise(reply) if reply["status"] != "ok" else reply.get("facts", {})
@@ -166,6 +207,17 @@ def _raise(reply: dict[str, Any]) -> Any:
 
 # ---- the child -------------------------------------------------------------
 
+def _dispatcher() -> Callable[..., Any]:
+    """``dispatch.run_check``, or the function ``PYTEST_GEMM_DISPATCH`` names (a test hook)."""
+    target = os.environ.get(DISPATCH_ENV, "")
+    if not target:
+        from .dispatch import run_check
+
+        return run_check
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr or "run_check")
+
+
 def _child(read_fd: int, write_fd: int) -> None:
     reader = os.fdopen(read_fd, "r")
     writer = os.fdopen(write_fd, "w", buffering=1)
@@ -186,8 +238,7 @@ def _child(read_fd: int, write_fd: int) -> None:
                 kernel = load_spec(request["spec"], __import__("pathlib").Path(request["rootdir"]))[request["index"]]
                 send({"status": "ok"})
                 continue
-            from .dispatch import run_check
-
+            run_check = _dispatcher()
             run_check(kernel, request["check"], request["shape"], request["params"], request["options"], facts)
             send({"status": "ok", "facts": facts})
         except GemmCheckFailure as exc:
@@ -200,6 +251,14 @@ def _child(read_fd: int, write_fd: int) -> None:
             if type(exc).__name__ == "UsageError":
                 send({"status": "usage", "message": str(exc)})
                 continue
+            if isinstance(exc, SystemExit):  # sys.exit() in a launcher: as if the process had ended
+                shape_text = "x".join(map(str, request.get("shape") or []))
+                send({"status": "fail", "category": cat.FAULT,
+                      "summary": f"{request.get('check', 'load')} at {shape_text}: the kernel called "
+                                 f"sys.exit({exc.code!r})",
+                      "details": ["a kernel must return, not end the process; later checks run in a "
+                                  "fresh process"], "facts": facts, "restart": True})
+                return
             cuda = "CUDA" in type(exc).__name__ or "cuda" in type(exc).__module__
             category = cat.FAULT if cuda else cat.LAUNCH_ERROR
             where = "".join(traceback.format_exception_only(type(exc), exc)).strip()

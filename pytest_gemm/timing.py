@@ -1,10 +1,23 @@
 """CUDA-event timing: warm-up, repeats within a time budget, median and spread.
 
 Between timed calls the L2 is flushed (a buffer twice its size is written) so a
-kernel is not timed on a warm cache. Events are recorded on the legacy default
-stream, which waits for every blocking stream; a final device synchronise then
-measures any work still running elsewhere (``escaped_ms``), which the caller
-reports as ``timing_escape``.
+kernel is not timed on a warm cache. The events, the flush and ``before_each``
+all run on the legacy default stream: it waits for every blocking stream (a
+plain ``cupy.cuda.Stream()``, the per-thread default stream), so work a kernel
+launches there is inside the timed region, and nothing of the harness's own is
+left running when a timed call ends.
+
+Escaped work. After the end event has completed, a device synchronise waits for
+whatever the call left running anywhere else: a ``Stream(non_blocking=True)``,
+which the legacy stream does not wait for, or work on another thread. Its host
+wall time is that call's escape (an honest call leaves nothing: a few
+microseconds, the cost of the call itself). ``escaped_ms`` is the upper
+quartile of the per-call escapes, so one call delayed by the operating system
+cannot fire it, while a kernel that escapes on a quarter of its calls or more
+does; ``escaped_max_ms`` is the largest. The pure judges: ``escaped_work`` (an
+escape above ``max(ESCAPE_FLOOR_MS, ESCAPE_FRACTION * median)``) and
+``above_roof`` (a rate above ``ROOF_MARGIN`` times the hardware roof); either is
+a ``timing_escape``. ``escape_verdict`` applies both, escaped work first.
 """
 from __future__ import annotations
 
@@ -12,6 +25,10 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
+
+ESCAPE_FLOOR_MS = 0.5   # escaped work below this is never flagged (host jitter, tiny shapes)
+ESCAPE_FRACTION = 0.5   # ... nor below this fraction of the timed median
+ROOF_MARGIN = 1.05      # a rate this far above the roof is physically impossible
 
 
 @dataclass(frozen=True)
@@ -22,7 +39,8 @@ class TimingResult:
     q3_ms: float
     repeats: int
     flops: float
-    escaped_ms: float = 0.0
+    escaped_ms: float = 0.0      # upper quartile of the per-call escaped work
+    escaped_max_ms: float = 0.0  # the largest per-call escape
 
     @property
     def spread(self) -> float:
@@ -39,16 +57,65 @@ class TimingResult:
         return d
 
 
-def summarize(times_ms: list[float], flops: float, escaped_ms: float = 0.0) -> TimingResult:
-    """Median, minimum and quartiles of a list of times (pure, testable without a GPU)."""
+def _quartiles(ordered: list[float]) -> tuple[float, float]:
+    if len(ordered) >= 4:
+        q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+        return q1, q3
+    return ordered[0], ordered[-1]
+
+
+def summarize(times_ms: list[float], flops: float, escaped_ms: float | list[float] = 0.0) -> TimingResult:
+    """Median, minimum and quartiles of a list of times (pure, testable without a GPU).
+
+    ``escaped_ms`` is one figure, or the per-call escapes (then their upper
+    quartile and maximum are kept)."""
     if not times_ms:
         raise ValueError("no timings to summarise")
     ordered = sorted(times_ms)
-    if len(ordered) >= 4:
-        q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+    q1, q3 = _quartiles(ordered)
+    if isinstance(escaped_ms, (int, float)):
+        escaped, escaped_max = float(escaped_ms), float(escaped_ms)
     else:
-        q1, q3 = ordered[0], ordered[-1]
-    return TimingResult(statistics.median(ordered), ordered[0], q1, q3, len(ordered), flops, escaped_ms)
+        escapes = sorted(escaped_ms) or [0.0]
+        escaped, escaped_max = _quartiles(escapes)[1], escapes[-1]
+    return TimingResult(statistics.median(ordered), ordered[0], q1, q3, len(ordered), flops, escaped,
+                        escaped_max)
+
+
+def escaped_work(timing: TimingResult) -> tuple[str, list[str]] | None:
+    """(summary, details) when work was still running after the timed region ended, else None."""
+    if timing.escaped_ms <= max(ESCAPE_FLOOR_MS, ESCAPE_FRACTION * timing.median_ms):
+        return None
+    return (f"{timing.escaped_ms:.2f} ms of GPU work was still running after the timed region ended "
+            f"(median {timing.median_ms:.3f} ms): not ranked",
+            [f"a device synchronise after the end event still waited {timing.escaped_ms:.2f} ms "
+             f"(upper quartile over {timing.repeats} calls; largest {timing.escaped_max_ms:.2f} ms)",
+             "launch all work on the current stream (cupy.cuda.get_current_stream()); a "
+             "Stream(non_blocking=True) or another thread escapes the timed region"])
+
+
+def above_roof(timing: TimingResult, roof_tflops: float, precision: str = "fp32") -> tuple[str, list[str]] | None:
+    """(summary, details) when the rate is above ``ROOF_MARGIN`` x the roof (> 0), else None."""
+    if roof_tflops <= 0 or timing.tflops <= ROOF_MARGIN * roof_tflops:
+        return None
+    return (f"{timing.tflops:.1f} TFLOP/s is faster than this GPU's {precision} roof "
+            f"({roof_tflops:.1f} TFLOP/s): not ranked",
+            [f"median {timing.median_ms:.4f} ms for {timing.flops / 1e9:.1f} GFLOP",
+             "work was probably left outside the timed region (another stream or thread), "
+             "or results were reused instead of computed"])
+
+
+def escape_verdict(timing: TimingResult, roof_tflops: float = 0.0,
+                   precision: str = "fp32") -> tuple[str, list[str]] | None:
+    """Why a timing cannot be ranked (summary, details), or None when it is credible:
+    escaped work first (it says what happened), then a rate above the roof."""
+    escaped = escaped_work(timing)
+    if escaped is not None:
+        roof = above_roof(timing, roof_tflops, precision)
+        if roof is not None:
+            escaped[1].insert(1, "the timed part alone: " + roof[0].replace(": not ranked", ""))
+        return escaped
+    return above_roof(timing, roof_tflops, precision)
 
 
 def gemm_flops(m: int, n: int, k: int) -> float:
@@ -72,26 +139,29 @@ def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: 
              before_each: Callable[[], Any] | None = None) -> TimingResult:
     """Time ``fn`` (which launches GPU work) with CUDA events.
 
-    Repeats until ``budget_s`` of measured GPU time or ``max_repeats``, never
+    Repeats until ``budget_s`` of measured (and escaped) GPU time or ``max_repeats``, never
     fewer than ``min_repeats``. ``before_each`` runs outside the timed region
     (e.g. to rotate inputs); the L2 is flushed before each call when l2_bytes > 0.
+    Both run on the legacy default stream, whatever stream ``fn`` left current.
     """
     import cupy
 
-    flush = L2Flusher(l2_bytes) if l2_bytes else None
     null = cupy.cuda.Stream.null
+    with null:
+        flush = L2Flusher(l2_bytes) if l2_bytes else None
     for _ in range(warmup):
         fn()
     cupy.cuda.runtime.deviceSynchronize()
     times: list[float] = []
-    escaped = 0.0
+    escapes: list[float] = []
     spent = 0.0
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     while len(times) < max_repeats and (len(times) < min_repeats or spent < budget_s * 1e3):
-        if before_each is not None:
-            before_each()
-        if flush is not None:
-            flush()
+        with null:  # a kernel may have made another stream current (Stream.use())
+            if before_each is not None:
+                before_each()
+            if flush is not None:
+                flush()
         start.record(null)
         fn()
         end.record(null)
@@ -99,7 +169,7 @@ def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: 
         elapsed = cupy.cuda.get_elapsed_time(start, end)
         t0 = time.perf_counter()
         cupy.cuda.runtime.deviceSynchronize()  # work left on other streams shows up here
-        escaped = max(escaped, (time.perf_counter() - t0) * 1e3)
+        escapes.append((time.perf_counter() - t0) * 1e3)
         times.append(elapsed)
-        spent += elapsed
-    return summarize(times, flops, escaped)
+        spent += elapsed + escapes[-1]  # escaped work counts against the budget too
+    return summarize(times, flops, escapes)

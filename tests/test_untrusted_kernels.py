@@ -1,0 +1,269 @@
+"""Untrusted kernels: a fault, a hang or a cheat costs only its own tests.
+
+Each kernel of ``tests/untrusted/kernels.py`` faults (illegal or misaligned
+address, ``trap``), hangs (``while (true)``), ends its process (``os._exit``,
+``sys.exit``) or cheats (work left on a side stream, results cached by address,
+work done on the first calls only, memoised copies, writes past C, zeroed
+inputs). Each runs in its own pytest subprocess (``--gemm-kernel
+tests/untrusted/kernels.py:<name>``) with ``-k`` narrowed to the cases that
+matter, and the assertions read the ``--gemm-report`` JSON: the right check
+fails with the right category and telling words, the checks the kernel passes
+still pass, and nothing else fails.
+
+The key test runs one pytest session with a correct kernel and four kernels that
+fault, hang or exit, with ``--gemm-timeout 10``: it must finish, each failure in
+its own test, and every check of the correct kernel, run after the others'
+faults, must pass. It prints the run's wall time.
+
+Needs a GPU: skipped with the reason on a machine without one.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.gemm_gpu
+
+KERNELS_PY = Path(__file__).resolve().parent / "untrusted" / "kernels.py"
+
+
+def _load_kernels_module() -> Any:
+    spec = importlib.util.spec_from_file_location("gemm_untrusted_kernels", KERNELS_PY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # declarations only: no CuPy, no CUDA
+    return module
+
+
+KERNELS = _load_kernels_module()
+UNTRUSTED: dict[str, tuple[Any, str, str]] = KERNELS.UNTRUSTED
+CORRECT: dict[str, Any] = KERNELS.CORRECT
+
+HANG_TIMEOUT = 10  # --gemm-timeout for runs with a kernel that hangs
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which cases to run for one untrusted kernel and what they must show.
+
+    ``fail``: cases of the kernel's own check (``"64x64x64"``; ``""`` for every
+    case of a check with one case, such as speed) that must fail with its
+    category. ``words``: groups of alternatives; each group must have a member
+    in the message of every case in ``fail`` (case-insensitive). ``passes``:
+    other cases (``"exact-64x64x64"``) that must pass. ``gemm_timeout``: the
+    ``--gemm-timeout`` of the run (None: the default).
+    """
+
+    fail: tuple[str, ...]
+    words: tuple[tuple[str, ...], ...] = ()
+    passes: tuple[str, ...] = ()
+    gemm_timeout: float | None = None
+    timeout: int = 600
+
+
+FAULT_WORDS = ("illegal", "address", "launch failure")
+ESCAPED = ("still running after the timed region",)
+BENCH = "4096x4096x4096"  # the default --gemm-bench-shape: the speed check's one case
+
+PLANS: dict[str, Plan] = {
+    # Two faulting cases: the second runs in a fresh process and faults on its own.
+    "illegal_address": Plan(fail=("64x64x64", "17x33x65"), words=(FAULT_WORDS,)),
+    # Two hangs: each killed after the timeout, the second in a fresh process.
+    "endless_loop": Plan(fail=("1x1x1", "64x64x64"), words=(("did not finish within 10 s",), ("killed",)),
+                         gemm_timeout=HANG_TIMEOUT),
+    "misaligned_float4": Plan(fail=("64x64x64",), words=(("misaligned",),)),
+    "device_trap": Plan(fail=("64x64x64",), words=(("launch failure", "trap", "illegal instruction",
+                                                     "unspecified", "exception"),)),
+    # The process's exit status and what it printed last are in the diagnosis.
+    "calls_exit": Plan(fail=("64x64x64", "17x33x65"),
+                       words=(("exited with status 3",), ("ending the process with status 3",))),
+    "calls_sys_exit": Plan(fail=("64x64x64",), words=(("sys.exit(3)",),)),
+    # Correct wherever correctness is checked (the harness synchronises the device).
+    "side_stream": Plan(fail=(BENCH,), words=(ESCAPED,), passes=("exact-64x64x64", "exact-17x33x65")),
+    "too_fast": Plan(fail=(BENCH,), words=(ESCAPED + ("faster than",),), passes=("exact-64x64x64",)),
+    # A fresh process: the first call at a shape computes; the timed calls reuse addresses with new data.
+    "cached_result": Plan(fail=(BENCH,), words=(("wrong values", "never written"), ("timed calls",)),
+                          passes=("exact-64x64x64",)),
+    # Every correctness check passes: at most 6 calls of one shape (1000^3), and it computes 8.
+    "first_call_only": Plan(fail=(BENCH,), words=(("never written",),),
+                            passes=("launch-64x64x64", "exact-64x64x64", "coverage-64x64x64", "guards-64x64x64",
+                                    "exact-1000x1000x1000", "coverage-1000x1000x1000", "guards-1000x1000x1000",
+                                    "deterministic-1000x1000x1000")),
+    # Never wrong: only the rate gives it away.
+    "memoized": Plan(fail=(BENCH,), words=(("faster than this gpu's fp32 roof",),),
+                     passes=("exact-64x64x64", "deterministic-1000x1000x1000",
+                             "accuracy-256x256x16-distuniform", "accuracy-256x256x16-distheavy")),
+    "writes_into_harness": Plan(fail=("17x33x65", "64x64x64", "1000x1000x1000"),
+                                words=(("after the end of c",),),
+                                passes=("exact-17x33x65", "exact-1000x1000x1000", "coverage-17x33x65")),
+    "modifies_inputs": Plan(fail=("17x33x65", "127x255x63"), words=(("a (",), ("modified",)),
+                            passes=("exact-17x33x65", "exact-127x255x63")),
+}
+
+# Checked at import, so a kernel added to kernels.py without a plan fails even with no GPU.
+assert set(PLANS) == set(UNTRUSTED), f"kernels.py UNTRUSTED and PLANS differ: {set(PLANS) ^ set(UNTRUSTED)}"
+
+
+# -- running the suite ------------------------------------------------------------------
+
+def _test_id(check: str, name: str, rest: str) -> str:
+    return f"{check}-{name}-{rest}" if rest else f"{check}-{name}"
+
+
+def _case_key(record: dict[str, Any]) -> str:
+    """``"exact-17x33x65"``, ``"accuracy-256x256x16-distuniform"``: GemmCase.id without the kernel."""
+    shape = record.get("shape")
+    text = record["check"] + ("-" + "x".join(str(d) for d in shape) if shape else "")
+    return text + "".join(f"-{k}{v}" for k, v in (record.get("params") or {}).items())
+
+
+def run_suite(pytester: pytest.Pytester, names: list[str], select: str, *, gemm_timeout: float | None,
+              timeout: int, verbose: bool = False,
+              extra: tuple[str, ...] = ()) -> tuple[Any, dict[str, dict[str, Any]], str, float]:
+    """Run the conformance suite on ``kernels.py:<name>`` for each name, with ``-k select``;
+    return (pytest result, report entries by kernel name, pytest's output, wall seconds)."""
+    report_path = pytester.path / "gemm-report.json"
+    args = [a for name in names for a in ("--gemm-kernel", f"{KERNELS_PY}:{name}")]
+    args += ["--gemm-report", str(report_path), "-p", "no:cacheprovider", "-rfEs", "-k", select,
+             "-v" if verbose else "-q"]
+    if gemm_timeout is not None:
+        args += ["--gemm-timeout", str(gemm_timeout)]
+    args += list(extra)
+    t0 = time.perf_counter()
+    result = pytester.runpytest_subprocess(*args, timeout=timeout)
+    wall = time.perf_counter() - t0
+    output = result.stdout.str() + "\n" + result.stderr.str()
+    assert result.ret not in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR,
+                              pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.INTERRUPTED), output
+    assert report_path.is_file(), f"no --gemm-report written; pytest said:\n{output}"
+    report = json.loads(report_path.read_text())
+    assert report["schema_version"] == 1
+    entries = {k["name"]: k for k in report["kernels"]}
+    for name in names:
+        assert name in entries, f"kernel {name!r} not in the report ({sorted(entries)}):\n{output}"
+    return result, entries, output, wall
+
+
+def _message(record: dict[str, Any]) -> str:
+    return (record.get("message") or "").lower()
+
+
+def assert_caught(name: str, check: str, category: str, plan: Plan, entry: dict[str, Any], output: str) -> None:
+    records = {_case_key(c): c for c in entry["checks"]}
+    seen = "\n".join(f"  {key}: {c['outcome']} {c['category'] or ''}" for key, c in records.items())
+
+    for rest in plan.fail:
+        key = f"{check}-{rest}" if rest else check
+        assert key in records, f"{name}: {key} did not run; ran:\n{seen}\n{output}"
+        rec = records[key]
+        assert rec["outcome"] == "failed", f"{name}: {key} must fail with {category}, but {rec['outcome']}\n{seen}"
+        assert rec["category"] == category, \
+            f"{name}: {key} failed as {rec['category']!r}, expected {category!r}:\n{rec['message']}"
+        text = _message(rec)
+        for group in plan.words:
+            assert any(w.lower() in text for w in group), \
+                f"{name}: {key}: the message names none of {group}:\n{rec['message']}"
+
+    for case in plan.passes:
+        assert case in records, f"{name}: {case} did not run; ran:\n{seen}\n{output}"
+        rec = records[case]
+        assert rec["outcome"] == "passed", \
+            f"{name}: {case} must pass (the kernel misbehaves in one way only), but {rec['outcome']}:\n{rec['message']}"
+
+    for key, rec in records.items():
+        if rec["outcome"] == "failed":
+            assert rec["category"] == category, \
+                f"{name}: {key} failed as {rec['category']!r}; only {category!r} is expected here:\n{rec['message']}"
+    assert entry["verdict"] == "failed" and entry["failure_categories"] == [category], entry
+
+
+def _selection(name: str, check: str, plan: Plan) -> str:
+    """The ``-k`` expression running exactly the plan's cases (test ids: check-kernel-MxNxK[-params])."""
+    ids = [_test_id(check, name, rest) for rest in plan.fail]
+    for case in plan.passes:
+        other, _, rest = case.partition("-")
+        ids.append(_test_id(other, name, rest))
+    return " or ".join(dict.fromkeys(ids))
+
+
+# -- one kernel at a time ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(UNTRUSTED))
+def test_untrusted_kernel_costs_only_its_own_tests(pytester: pytest.Pytester, name: str):
+    kernel, category, check = UNTRUSTED[name]
+    plan = PLANS[name]
+    result, entries, output, wall = run_suite(pytester, [name], _selection(name, check, plan),
+                                              gemm_timeout=plan.gemm_timeout, timeout=plan.timeout)
+    assert_caught(name, check, category, plan, entries[name], output)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+    print(f"{name}: {len(entries[name]['checks'])} checks in {wall:.1f} s")
+
+
+def test_honest_kernel_passes_the_speed_check(pytester: pytest.Pytester):
+    """No spurious timing_escape or stale_output for an honest kernel: the rotated,
+    refilled inputs and the escape measurement leave a correct kernel alone."""
+    result, entries, output, _ = run_suite(pytester, ["healthy"], "speed-healthy", gemm_timeout=None, timeout=600)
+    (rec,) = [c for c in entries["healthy"]["checks"] if c["check"] == "speed"]
+    assert rec["outcome"] == "passed", rec.get("message")
+    (timing,) = entries["healthy"]["timings"]
+    assert timing["median_ms"] > 0 and timing["tflops"] > 0, timing
+    assert result.ret == pytest.ExitCode.OK, output
+
+
+# -- the key test: one run, a correct kernel among faults, a hang and an exit -----------------
+
+HEALTHY_RUN_FAILS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "illegal_address": ("fault", ("64x64x64", "17x33x65")),
+    "endless_loop": ("timeout", ("64x64x64",)),
+    "misaligned_float4": ("fault", ("64x64x64",)),
+    "calls_exit": ("fault", ("64x64x64", "17x33x65")),
+}
+
+
+def test_faults_a_hang_and_an_exit_cost_only_their_own_tests(pytester: pytest.Pytester,
+                                                             record_property: Any):
+    names = [*HEALTHY_RUN_FAILS, "healthy"]  # healthy last: in each test function its cases run after the others'
+    broken = " or ".join(f"exact-{name}-{shape}" for name, (_, shapes) in HEALTHY_RUN_FAILS.items()
+                         for shape in shapes)
+    # 2048: healthy's speed check (inputs for it and for cuBLAS, two timed runs) stays well inside 10 s
+    result, entries, output, wall = run_suite(pytester, names, f"healthy or {broken}",
+                                              gemm_timeout=HANG_TIMEOUT, timeout=1200, verbose=True,
+                                              extra=("--gemm-bench-shape", "2048"))
+    print(f"\none run, healthy + {', '.join(HEALTHY_RUN_FAILS)} with --gemm-timeout {HANG_TIMEOUT}: "
+          f"{wall:.1f} s wall")
+    record_property("gemm_untrusted_run_wall_s", round(wall, 1))
+
+    # each failure in its own test, with its category
+    for name, (category, shapes) in HEALTHY_RUN_FAILS.items():
+        records = {_case_key(c): c for c in entries[name]["checks"]}
+        assert set(records) == {f"exact-{s}" for s in shapes}, (name, sorted(records))
+        for key, rec in records.items():
+            assert rec["outcome"] == "failed" and rec["category"] == category, (name, key, rec)
+
+    # every check of the correct kernel passed, whatever ran before it
+    healthy = entries["healthy"]
+    failed = [f"{_case_key(c)}: [{c['category']}] {c.get('message')}" for c in healthy["checks"]
+              if c["outcome"] == "failed"]
+    assert not failed, "the correct kernel is hurt by the others:\n" + "\n".join(failed)
+    passed = {c["check"] for c in healthy["checks"] if c["outcome"] == "passed"}
+    for check in ("compile", "launch", "exact", "coverage", "guards", "deterministic", "accuracy", "speed"):
+        assert check in passed, f"no {check} check of healthy ran: {sorted(passed)}\n{output}"
+    assert healthy["verdict"] == "passed"
+
+    # ... including its exact checks that ran after every fault, hang and exit
+    order = re.findall(r"::test_exact\[exact-(\w+)-[\dx]+\] (PASSED|FAILED)", output)
+    assert order, output
+    last_bad = max(i for i, (name, _) in enumerate(order) if name != "healthy")
+    after = [outcome for name, outcome in order[last_bad + 1:] if name == "healthy"]
+    assert after and set(after) == {"PASSED"}, order
+
+    expected_failures = sum(len(shapes) for _, shapes in HEALTHY_RUN_FAILS.values())
+    assert re.search(rf"\b{expected_failures} failed\b", output), output
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output

@@ -1,0 +1,39 @@
+// UNTRUSTED: computes C, then one thread executes the PTX `trap` instruction
+// (what __trap() and a failed device-side assert end in). The launch fails
+// ("unspecified launch failure"), the process's CUDA context is unusable
+// (category fault), and the sandbox replaces the process.
+
+#define TILE 16
+
+extern "C" __global__ void mm_device_trap(const float* __restrict__ A,
+                                          const float* __restrict__ B,
+                                          float* __restrict__ C,
+                                          int M, int N, int K)
+{
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+
+    const int tx = threadIdx.x;
+    const int ty = threadIdx.y;
+    const int row = blockIdx.y * TILE + ty;
+    const int col = blockIdx.x * TILE + tx;
+
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        const int ka = k0 + tx;
+        const int kb = k0 + ty;
+        As[ty][tx] = (row < M && ka < K) ? A[(size_t)row * K + ka] : 0.0f;
+        Bs[ty][tx] = (kb < K && col < N) ? B[(size_t)kb * N + col] : 0.0f;
+        __syncthreads();
+        for (int p = 0; p < TILE; ++p) {
+            acc += As[ty][p] * Bs[p][tx];
+        }
+        __syncthreads();
+    }
+    if (row < M && col < N) {
+        C[(size_t)row * N + col] = acc;
+        if (row == M - 1 && col == N - 1) {
+            asm volatile("trap;");  // UNTRUSTED: aborts the whole launch
+        }
+    }
+}

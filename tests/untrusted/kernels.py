@@ -1,0 +1,217 @@
+"""Untrusted kernels: each faults, hangs, ends its process or cheats in one way.
+
+The sandbox (pytest_gemm/sandbox.py) runs every kernel's checks in a child
+process, so each of these must cost only its own tests: a fault fails the check
+that faulted and the next check gets a fresh process, a hang is killed after
+``--gemm-timeout``, a process that exits is reported with its exit status. The
+cheats are correct wherever correctness is checked and are caught by the speed
+check (rotated buffers holding fresh data each call, C poisoned before each
+timed call, the last output verified, escaped work and impossible rates
+flagged) or by the guard bands. ``tests/test_untrusted_kernels.py`` runs them.
+
+CUDA kernels are ``.cu`` files here (copies of ``healthy.cu`` with one change,
+marked ``UNTRUSTED:``); the Python launchers import CuPy inside the function
+only, so importing this module never touches CUDA. Each kernel is its own
+attribute, so one can be run by hand::
+
+    pytest --gemm-kernel tests/untrusted/kernels.py:side_stream -k speed
+
+``UNTRUSTED`` maps each kernel's name to ``(kernel, category, check)``: the
+category it must fail with, in the named check (a bare check name: every case
+of it that the test runs).
+
+=================== ========================================================= ========= ===================
+kernel              what it does                                              check     category
+=================== ========================================================= ========= ===================
+illegal_address     stores every output 32 TiB past C                         exact     fault
+endless_loop        ``while (true)`` around a volatile store after computing  exact     timeout
+misaligned_float4   float4 loads of A from row start + 1 float                exact     fault
+device_trap         one thread executes ``trap;`` after computing             exact     fault
+calls_exit          Python launcher: prints, then ``os._exit(3)``             exact     fault (status 3)
+calls_sys_exit      Python launcher: ``sys.exit(3)``                          exact     fault
+side_stream         real work on a ``Stream(non_blocking=True)``, never       speed     timing_escape
+                    joined back to the caller's stream
+too_fast            cuBLAS (cupy.matmul) on a non-blocking side stream: the   speed     timing_escape
+                    timed region sees nothing
+cached_result       keeps C per (A, B) address and shape; a repeated address  speed     stale_output
+                    gets the cached copy back, whatever the data
+first_call_only     computes the first 8 calls of each shape, then returns    speed     stale_output
+                    at once (passes every correctness check: <= 6 per shape)
+memoized            caches C by address and content (sums of A and B): always speed     timing_escape
+                    right, but a hit only copies: faster than the FP32 roof
+writes_into_harness also stores C's last row in the N floats after C          guards    out_of_bounds_write
+modifies_inputs     Python launcher: computes, then zeroes A                  guards    input_modified
+=================== ========================================================= ========= ===================
+
+``CORRECT`` holds ``healthy`` (16x16 tiles, any shape), which must pass every
+check in the same run as the kernels that fault, hang and exit.
+
+cached_result is also wrong wherever the memory pool hands a freed address to
+new data of the same shape in a correctness check (the accuracy checks, which
+run two input sets at one shape): the tests run it on one exact case and the
+speed check only.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from pytest_gemm import CudaKernel, kernel
+
+TILE = (16, 16)
+
+
+def _cuda(name: str, **kwargs: Any) -> CudaKernel:
+    """A 16x16-tiled kernel from ``<name>.cu``, entry ``mm_<name>``."""
+    kwargs.setdefault("tile", TILE)
+    return CudaKernel(source=f"{name}.cu", entry=f"mm_{name}", block=(16, 16), name=name, **kwargs)
+
+
+# -- correct ------------------------------------------------------------------------
+healthy = _cuda("healthy")
+
+
+def _real_work(a: Any, b: Any, c: Any) -> None:
+    """``healthy`` on the current stream: the honest part of every Python cheat."""
+    from pytest_gemm.device import require_device
+    from pytest_gemm.launch import load
+
+    m, k = a.shape
+    n = b.shape[1]
+    if not getattr(healthy, "_gemm_validated", False):
+        healthy.validate()
+        healthy._gemm_validated = True  # type: ignore[attr-defined]
+    load(healthy, require_device())(a, b, c, m, n, k)
+
+
+_SIDE_STREAMS: dict[int, Any] = {}
+
+
+def _side_stream() -> Any:
+    """One non-blocking stream per device; its start is ordered after the caller's stream,
+    so the inputs are ready, but nothing orders the caller after it."""
+    import cupy
+
+    device = cupy.cuda.Device().id
+    if device not in _SIDE_STREAMS:
+        _SIDE_STREAMS[device] = cupy.cuda.Stream(non_blocking=True)
+    side = _SIDE_STREAMS[device]
+    side.wait_event(cupy.cuda.get_current_stream().record())
+    return side
+
+
+# -- faults and hangs (CUDA) --------------------------------------------------------
+illegal_address = _cuda("illegal_address")
+endless_loop = _cuda("endless_loop")
+misaligned_float4 = _cuda("misaligned_float4")
+device_trap = _cuda("device_trap")
+writes_into_harness = _cuda("writes_into_harness")
+
+
+# -- the process ends (Python) ---------------------------------------------------------
+@kernel(name="calls_exit")
+def calls_exit(a: Any, b: Any, c: Any) -> None:
+    """Ends the process with status 3, as a C extension calling exit(3) would."""
+    print("calls_exit: giving up on this GEMM, ending the process with status 3", flush=True)
+    os._exit(3)
+
+
+@kernel(name="calls_sys_exit")
+def calls_sys_exit(a: Any, b: Any, c: Any) -> None:
+    """Raises SystemExit(3) from inside the launcher."""
+    sys.exit(3)
+
+
+# -- cheats (Python) --------------------------------------------------------------------
+@kernel(name="side_stream")
+def side_stream(a: Any, b: Any, c: Any) -> None:
+    """Launches the real work on a non-blocking stream and returns without joining it."""
+    with _side_stream():
+        _real_work(a, b, c)  # UNTRUSTED: the caller's stream never waits for this
+
+
+@kernel(name="too_fast")
+def too_fast(a: Any, b: Any, c: Any) -> None:
+    """cuBLAS, on a non-blocking side stream: the timed region sees nothing."""
+    import cupy
+
+    with _side_stream():
+        cupy.matmul(a, b, out=c)  # UNTRUSTED: not joined back to the caller's stream
+
+
+_CACHED: dict[tuple[Any, ...], Any] = {}
+
+
+@kernel(name="cached_result")
+def cached_result(a: Any, b: Any, c: Any) -> None:
+    """Remembers C per input address: a call with addresses seen before gets the copy back."""
+    key = (a.data.ptr, b.data.ptr, a.shape, b.shape)
+    if key in _CACHED:
+        c[...] = _CACHED[key]  # UNTRUSTED: same address, so "same inputs"
+        return
+    _real_work(a, b, c)
+    _CACHED[key] = c.copy()
+
+
+_CALLS_PER_SHAPE: dict[tuple[Any, ...], int] = {}
+FIRST_CALLS = 8  # more than any correctness check makes at one shape (6, at 1000x1000x1000)
+
+
+@kernel(name="first_call_only")
+def first_call_only(a: Any, b: Any, c: Any) -> None:
+    """Computes the first FIRST_CALLS calls of each shape, then assumes C already holds the answer."""
+    shape = (a.shape, b.shape)
+    _CALLS_PER_SHAPE[shape] = _CALLS_PER_SHAPE.get(shape, 0) + 1
+    if _CALLS_PER_SHAPE[shape] > FIRST_CALLS:
+        return  # UNTRUSTED: "a benchmark loop: the result is already there"
+    _real_work(a, b, c)
+
+
+_MEMO: dict[tuple[Any, ...], Any] = {}
+
+
+@kernel(name="memoized")
+def memoized(a: Any, b: Any, c: Any) -> None:
+    """Caches C by input address and content fingerprint: never wrong, but a hit is only a copy."""
+    import cupy
+
+    key = (a.data.ptr, b.data.ptr, a.shape, b.shape,
+           float(a.sum(dtype=cupy.float64)), float(b.sum(dtype=cupy.float64)),
+           float((a * a).sum(dtype=cupy.float64)), float((b * b).sum(dtype=cupy.float64)))
+    if key in _MEMO:
+        c[...] = _MEMO[key]  # UNTRUSTED: the work was done on some earlier call
+        return
+    _real_work(a, b, c)
+    _MEMO[key] = c.copy()
+
+
+@kernel(name="modifies_inputs")
+def modifies_inputs(a: Any, b: Any, c: Any) -> None:
+    """Computes, then zeroes A ("done with it")."""
+    _real_work(a, b, c)
+    a.fill(0)  # UNTRUSTED: A belongs to the caller
+
+
+UNTRUSTED: dict[str, tuple[Any, str, str]] = {
+    "illegal_address": (illegal_address, "fault", "exact"),
+    "endless_loop": (endless_loop, "timeout", "exact"),
+    "misaligned_float4": (misaligned_float4, "fault", "exact"),
+    "device_trap": (device_trap, "fault", "exact"),
+    "calls_exit": (calls_exit, "fault", "exact"),
+    "calls_sys_exit": (calls_sys_exit, "fault", "exact"),
+    "side_stream": (side_stream, "timing_escape", "speed"),
+    "too_fast": (too_fast, "timing_escape", "speed"),
+    "cached_result": (cached_result, "stale_output", "speed"),
+    "first_call_only": (first_call_only, "stale_output", "speed"),
+    "memoized": (memoized, "timing_escape", "speed"),
+    "writes_into_harness": (writes_into_harness, "out_of_bounds_write", "guards"),
+    "modifies_inputs": (modifies_inputs, "input_modified", "guards"),
+}
+
+CORRECT: dict[str, Any] = {"healthy": healthy}
+
+ALL: dict[str, Any] = {**{name: k for name, (k, _, _) in UNTRUSTED.items()}, **CORRECT}
+
+for _name, _kernel in ALL.items():
+    assert _kernel.name == _name and globals()[_name] is _kernel, _name
