@@ -22,6 +22,8 @@ MARKERS = (
     "gemm_requires_cc(major, minor): the test needs compute capability >= major.minor",
     "gemm_cases(check, shapes, params=None, when=None): parametrize gemm_case over kernels under test",
     "gemm_offline: a compile-only check that runs without a GPU (kept by --gemm-arch)",
+    "gemm_weight(points): points this test is worth in --gemm-gradescope results (partial credit over its parameters)",
+    "gemm_visibility(visibility): Gradescope visibility of this test: visible, hidden, after_due_date or after_published",
 )
 
 
@@ -46,8 +48,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "costs only its own check; none: run kernels inside the pytest process")
     group.addoption("--gemm-no-ladder", action="store_true", default=False,
                     help="do not rank the reference ladder beside the kernels under test")
+    group.addoption("--gemm-gradescope", default=None, metavar="PATH",
+                    help="write Gradescope's results.json (points per check with partial credit, a leaderboard) "
+                         "to PATH, e.g. /autograder/results/results.json; weights from the ini keys gemm_weights, "
+                         "gemm_visibility, gemm_performance_threshold")
     parser.addini("gemm_kernels", type="linelist", default=[],
                   help="kernel specs under test, one per line (like --gemm-kernel)")
+    parser.addini("gemm_weights", type="linelist", default=[],
+                  help="--gemm-gradescope points per check, one 'check = points [visibility]' per line, "
+                       "e.g. 'exact = 40' or 'speed = 10 after_published'")
+    parser.addini("gemm_visibility", type="linelist", default=[],
+                  help="--gemm-gradescope visibility per check, one 'check = visibility' per line; also the keys "
+                       "default, results (the whole result) and stdout (hidden unless set)")
+    parser.addini("gemm_performance_threshold", default="",
+                  help="--gemm-gradescope: the fraction of cuBLAS that earns full speed credit (linear below), e.g. 0.3")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from .cases import build_cases, parse_shape, skip_reason
 from .contract import GemmKernel, GemmSpecError
 
 RESULT_PROPERTY = "gemm_result"
+GRADED_PROPERTY = "gemm_graded"  # a user test with gemm_weight / gemm_visibility markers
 
 
 @dataclass
@@ -30,6 +32,9 @@ class GemmState:
     timeout: float | None = None
     results: list[dict[str, Any]] = field(default_factory=list)
     sandboxes: dict[int, Any] = field(default_factory=dict)
+    grading: Any = None                                          # gradescope.GradingConfig
+    graded: list[dict[str, Any]] = field(default_factory=list)   # user tests' records
+    started: float = field(default_factory=time.monotonic)
 
 
 STATE = pytest.StashKey[GemmState]()
@@ -73,6 +78,24 @@ def _precheck_compile(kernels: list[GemmKernel]) -> None:
             raise pytest.UsageError(str(exc)) from None
 
 
+def _grading(config: pytest.Config) -> Any:
+    from .gradescope import GradingConfig
+
+    try:
+        return GradingConfig.from_ini(config.getini)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{exc} (in {config.inipath or 'the pytest ini'})") from None
+
+
+def _gradescope_failure(config: pytest.Config, grading: Any, reason: str) -> None:
+    """Under --gemm-gradescope, a run that stops before any check still writes results (score 0, the reason)."""
+    path = getattr(config.option, "gemm_gradescope", None)
+    if path and not _is_xdist_worker(config):
+        from .gradescope import write_failure_results
+
+        write_failure_results(Path(path), reason, grading)
+
+
 def configure(config: pytest.Config) -> None:
     if _is_xdist_worker(config):  # before anything in this worker touches CUDA
         from .gpus import pin_worker
@@ -89,6 +112,7 @@ def configure(config: pytest.Config) -> None:
         bench = parse_shape(opt.gemm_bench_shape) if getattr(opt, "gemm_bench_shape", None) else (4096, 4096, 4096)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    grading = _grading(config)
     fraction = getattr(opt, "gemm_min_cublas_fraction", None)
     if fraction is not None and not 0 < fraction <= 10:
         raise pytest.UsageError(f"--gemm-min-cublas-fraction {fraction}: expected a fraction such as 0.5 (of cuBLAS)")
@@ -98,16 +122,21 @@ def configure(config: pytest.Config) -> None:
         try:
             kernels = load_specs(specs, Path(config.invocation_params.dir))
         except GemmSpecError as exc:
+            _gradescope_failure(config, grading, str(exc))
             raise pytest.UsageError(str(exc)) from None
         if not _is_xdist_worker(config):
-            _precheck_compile(kernels)
+            try:
+                _precheck_compile(kernels)
+            except pytest.UsageError as exc:
+                _gradescope_failure(config, grading, str(exc))
+                raise
     else:
         kernels = []
     timeout = getattr(opt, "gemm_timeout", None)
     if timeout is not None and timeout <= 0:
         raise pytest.UsageError(f"--gemm-timeout {timeout}: expected a number of seconds > 0, e.g. 60")
     config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction,
-                                    getattr(opt, "gemm_isolation", "process"), timeout)
+                                    getattr(opt, "gemm_isolation", "process"), timeout, grading=grading)
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
     # `pytest --gemm-kernel mod:k` (or --gemm-arch) with no test path runs the shipped suite.
     if (specs or arches) and config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -161,8 +190,15 @@ def _required_cc(item: pytest.Item) -> tuple[int, int] | None:
 def select_items(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Check marker arguments (a typo is an error even with no GPU); in --gemm-arch
     mode keep only compile-only checks."""
+    from .gradescope import visibility_from_marker, weight_from_marker
+
     for item in items:
         _required_cc(item)
+        try:
+            weight_from_marker(item)
+            visibility_from_marker(item)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if state(config).arches is None:
         return
     keep = [i for i in items if i.get_closest_marker("gemm_offline")]
@@ -212,6 +248,7 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
         kernel, arch = params["gemm_kernel_arch"]
         check, shape, extra = "compile", None, {"arch": arch}
     else:
+        _annotate_graded_test(item, call, report)
         return
     record: dict[str, Any] = {
         "kernel": str(kernel.name), "precision": kernel.precision, "check": check,
@@ -227,6 +264,20 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
     report.user_properties.append((RESULT_PROPERTY, json.dumps(record)))
 
 
+def _annotate_graded_test(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
+    """A user's own test marked gemm_weight / gemm_visibility: its own Gradescope test."""
+    from .gradescope import user_test_record
+
+    message = None
+    if report.failed:
+        message = str(call.excinfo.value) if call.excinfo else report.longreprtext[-2000:]
+    elif report.skipped and call.excinfo is not None:
+        message = str(getattr(call.excinfo.value, "msg", call.excinfo.value))
+    record = user_test_record(item, report.outcome, message, _category(call.excinfo))
+    if record is not None:
+        report.user_properties.append((GRADED_PROPERTY, json.dumps(record)))
+
+
 class ResultCollector:
     """Gathers every check's JSON record, on the controller too under xdist."""
 
@@ -237,6 +288,8 @@ class ResultCollector:
         for name, value in getattr(report, "user_properties", ()):
             if name == RESULT_PROPERTY:
                 state(self.config).results.append(json.loads(value))
+            elif name == GRADED_PROPERTY:
+                state(self.config).graded.append(json.loads(value))
 
 
 def terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -256,6 +309,14 @@ def write_outputs(config: pytest.Config) -> None:
         from .report import write_json_report
 
         write_json_report(Path(path), state(config))
+    gradescope = getattr(config.option, "gemm_gradescope", None)
+    if gradescope:
+        from .gradescope import write_results
+
+        st = state(config)
+        write_results(Path(gradescope), st.results + st.graded, st.grading,
+                      kernels=[str(k.name) for k in st.kernels] if st.user_kernels else None,
+                      execution_time=time.monotonic() - st.started)
 
 
 
