@@ -1,0 +1,109 @@
+"""The reference ladder: every rung a conformance target, slowest to fastest.
+
+Each CUDA rung is a ``.cu`` file in this package (shipped as package data)
+declared below as a :class:`~pytest_gemm.CudaKernel`; parameters reach the
+source as ``-D`` options. The cuBLAS baselines are Python launchers in
+``cublas.py``. README.md in this directory has one line per rung: design,
+tile, threads, and what it teaches. Every rung handles any M, N, K >= 1.
+
+Importing this package never imports CuPy or touches CUDA.
+"""
+from __future__ import annotations
+
+from pytest_gemm.contract import CudaKernel, PyKernel
+
+from .cublas import cublas_bf16, cublas_fp16, cublas_fp32, cublas_tf32
+
+_AB = "A,B,C,M,N,K"
+_AB_ALPHA_BETA = "A,B,C,M,N,K,alpha,beta"
+
+naive_rows = CudaKernel(
+    source="naive_rows.cu", entry="gemm_naive_rows", block=(16, 16), tile=(16, 16),
+    signature=_AB, precision="fp32", min_cc=(7, 0), name="naive-rows",
+)
+naive_coalesced = CudaKernel(
+    source="naive_coalesced.cu", entry="gemm_naive_coalesced", block=(32, 32), tile=(32, 32),
+    signature=_AB, precision="fp32", min_cc=(7, 0), name="naive-coalesced",
+)
+tiled16 = CudaKernel(
+    source="tiled.cu", entry="gemm_tiled", block=(16, 16), tile=(16, 16),
+    signature=_AB, precision="fp32", min_cc=(7, 0), options=("-DTILE=16",), name="tiled16",
+)
+tiled32 = CudaKernel(
+    source="tiled.cu", entry="gemm_tiled", block=(32, 32), tile=(32, 32),
+    signature=_AB, precision="fp32", min_cc=(7, 0), options=("-DTILE=32",), name="tiled32",
+)
+regtile1d = CudaKernel(
+    source="regtile1d.cu", entry="gemm_regtile1d", block=(512,), tile=(64, 64),
+    signature=_AB, precision="fp32", min_cc=(7, 0), name="regtile1d",
+)
+regtile2d = CudaKernel(
+    source="regtile2d.cu", entry="gemm_regtile2d", block=(256,), tile=(128, 128),
+    signature=_AB_ALPHA_BETA, precision="fp32", min_cc=(7, 0), name="regtile2d",
+)
+vectorized = CudaKernel(
+    source="vectorized.cu", entry="gemm_vectorized", block=(256,), tile=(128, 128),
+    signature=_AB_ALPHA_BETA, precision="fp32", min_cc=(7, 0), name="vectorized",
+)
+warptile = CudaKernel(
+    source="warptile.cu", entry="gemm_warptile", block=(256,), tile=(128, 128),
+    signature=_AB_ALPHA_BETA, precision="fp32", min_cc=(7, 0), name="warptile",
+)
+wmma_fp16 = CudaKernel(
+    source="wmma.cu", entry="gemm_wmma_fp16", block=(128,), tile=(64, 64),
+    signature=_AB, precision="fp16", min_cc=(7, 0), name="wmma-fp16",
+)
+wmma_bf16 = CudaKernel(
+    source="wmma.cu", entry="gemm_wmma_bf16", block=(128,), tile=(64, 64),
+    signature=_AB, precision="bf16", min_cc=(8, 0), name="wmma-bf16",
+)
+pipeline_sync = CudaKernel(
+    source="pipeline.cu", entry="gemm_pipeline_sync", block=(256,), tile=(64, 64),
+    signature=_AB, precision="fp32", min_cc=(7, 0), name="pipeline-sync",
+)
+
+
+def _cpasync(stages: int) -> CudaKernel:
+    return CudaKernel(
+        source="pipeline.cu", entry="gemm_pipeline_cpasync", block=(256,), tile=(64, 64),
+        signature=_AB, precision="fp32", min_cc=(8, 0), options=(f"-DSTAGES={stages}",),
+        name=f"cpasync{stages}",
+    )
+
+
+cpasync2 = _cpasync(2)
+cpasync3 = _cpasync(3)
+cpasync4 = _cpasync(4)
+
+#: The CUDA rungs, in ladder order.
+CUDA_RUNGS: list[CudaKernel] = [
+    naive_rows, naive_coalesced, tiled16, tiled32, regtile1d, regtile2d, vectorized, warptile,
+    wmma_fp16, wmma_bf16, pipeline_sync, cpasync2, cpasync3, cpasync4,
+]
+
+#: The cuBLAS baseline for each precision.
+CUBLAS: dict[str, PyKernel] = {
+    "fp32": cublas_fp32,
+    "tf32": cublas_tf32,
+    "fp16": cublas_fp16,
+    "bf16": cublas_bf16,
+}
+
+#: Every rung and baseline, in ladder order.
+LADDER: list[CudaKernel | PyKernel] = [*CUDA_RUNGS, *CUBLAS.values()]
+
+
+def by_name(name: str) -> CudaKernel | PyKernel:
+    """The ladder entry called ``name`` (e.g. ``"tiled16"``, ``"cublas-fp32"``)."""
+    for entry in LADDER:
+        if entry.name == name:
+            return entry
+    raise KeyError(f"no reference kernel named {name!r}; valid names: {', '.join(str(k.name) for k in LADDER)}")
+
+
+__all__ = [
+    "LADDER", "CUDA_RUNGS", "CUBLAS", "by_name",
+    "naive_rows", "naive_coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
+    "warptile", "wmma_fp16", "wmma_bf16", "pipeline_sync", "cpasync2", "cpasync3", "cpasync4",
+    "cublas_fp32", "cublas_tf32", "cublas_fp16", "cublas_bf16",
+]

@@ -1,0 +1,224 @@
+"""The reference ladder, checked with no GPU.
+
+Every CUDA rung is compiled with NVRTC for every architecture it claims and
+must fit in registers (no spills), its declared block must match the
+kernel's ``__launch_bounds__``, the cp.async rungs must really issue cp.async
+(and their synchronous twin must not), and the declarations themselves must
+be consistent. Compile tests are skipped, with the reason, only where NVRTC is
+not installed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+import reference_kernels
+from pytest_gemm.contract import CudaKernel, PyKernel
+
+LADDER_NAMES = [
+    "naive-rows", "naive-coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
+    "warptile", "wmma-fp16", "wmma-bf16", "pipeline-sync", "cpasync2", "cpasync3", "cpasync4",
+    "cublas-fp32", "cublas-tf32", "cublas-fp16", "cublas-bf16",
+]
+CPASYNC = [k for k in reference_kernels.CUDA_RUNGS if k.name.startswith("cpasync")]
+REGISTERS_PER_SM = 65536
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+def _nvrtc_missing() -> str | None:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return "NVRTC is not installed (no cuda.bindings); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
+    try:
+        nvrtc.nvrtcVersion()
+    except Exception as exc:  # the wheel is there but libnvrtc cannot be loaded
+        return f"NVRTC cannot be loaded ({exc}); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
+    return None
+
+
+needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+
+
+def _compile(kernel: CudaKernel, arch: str, output: str = "cubin"):
+    """compile_for_arch on the kernel's source plus one unused ``__device__``
+    variable with a fresh name. Where a driver is installed, compiles are cached
+    by their PTX and a cache hit prints no ptxas report; the extra symbol makes
+    every PTX new without touching the kernel's code."""
+    from pytest_gemm.compiler import compile_for_arch
+
+    kernel.validate()
+    text, _ = kernel.source_text()
+    fresh = dataclasses.replace(kernel, source=f"{text}\n__device__ int pytest_gemm_fresh_{uuid.uuid4().hex};\n")
+    fresh.validate()
+    return compile_for_arch(fresh, arch, output=output)
+
+
+def _ptx_text(kernel: CudaKernel, arch: str) -> str:
+    code = _compile(kernel, arch, output="ptx").code
+    return code.decode(errors="replace") if isinstance(code, bytes) else str(code)
+
+
+def _entry_directives(ptx: str, entry: str) -> str:
+    """The text between ``.entry <entry>(`` and the opening brace of its body."""
+    match = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\((.*?)\)\s*(.*?)\{", ptx, re.S)
+    assert match, f"entry {entry!r} not found in the PTX"
+    return match.group(2)
+
+
+ARCH_CASES = [
+    pytest.param(kernel, arch, id=f"{kernel.name}-{arch}")
+    for kernel in reference_kernels.CUDA_RUNGS
+    for arch in kernel.claimed_arches()
+]
+
+
+# -- compile checks -----------------------------------------------------------
+
+@needs_nvrtc
+@pytest.mark.parametrize(("kernel", "arch"), ARCH_CASES)
+def test_rung_compiles_without_spills(kernel: CudaKernel, arch: str) -> None:
+    result = _compile(kernel, arch)
+    res = result.resources
+    assert res.registers > 0, (
+        f"{kernel.name} on {arch}: no register count in the ptxas log:\n{result.log}"
+    )
+    assert res.spills == 0, (
+        f"{kernel.name} on {arch} spills {res.spill_stores} bytes stored / {res.spill_loads} bytes loaded "
+        f"with {res.registers} registers per thread:\n{result.log}"
+    )
+    threads = math.prod(kernel.block)
+    allocated = -(-res.registers // 8) * 8  # registers are allocated in units of 8 per thread
+    assert allocated * threads <= REGISTERS_PER_SM, (
+        f"{kernel.name} on {arch}: {res.registers} registers x {threads} threads does not fit one SM's "
+        f"{REGISTERS_PER_SM} registers; the launch would fail"
+    )
+    assert res.shared_static <= STATIC_SHARED_LIMIT, (
+        f"{kernel.name} on {arch}: {res.shared_static} bytes of static shared memory exceed 48 KiB"
+    )
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("kernel", reference_kernels.CUDA_RUNGS, ids=lambda k: k.name)
+def test_declared_block_matches_launch_bounds(kernel: CudaKernel) -> None:
+    arch = kernel.claimed_arches()[0]
+    directives = _entry_directives(_ptx_text(kernel, arch), kernel.entry)
+    maxntid = re.search(r"\.maxntid\s+(\d+),\s*(\d+),\s*(\d+)", directives)
+    if maxntid is None:
+        # Only the naive rungs index with blockDim and so run with any block;
+        # every other rung hard-codes its thread mapping and must say so.
+        assert kernel.name.startswith("naive-"), f"{kernel.name}: declare __launch_bounds__(threads per block)"
+        return
+    bound = math.prod(int(v) for v in maxntid.groups())
+    threads = math.prod(kernel.block)
+    assert threads == bound, (
+        f"{kernel.name}: declared block={tuple(kernel.block)} is {threads} threads but the kernel is built "
+        f"for exactly {bound} (__launch_bounds__)"
+    )
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(
+    ("kernel", "arch"),
+    [pytest.param(k, a, id=f"{k.name}-{a}") for k in CPASYNC for a in k.claimed_arches()],
+)
+def test_cpasync_rungs_issue_cp_async(kernel: CudaKernel, arch: str) -> None:
+    ptx = _ptx_text(kernel, arch)
+    for instruction in ("cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group"):
+        assert instruction in ptx, f"{kernel.name} on {arch}: {instruction} missing from the PTX"
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_sync_twin_has_no_cp_async(arch: str) -> None:
+    ptx = _ptx_text(reference_kernels.pipeline_sync, arch)
+    assert "cp.async" not in ptx, "the synchronous twin must fill shared memory without cp.async"
+
+
+# -- declarations ---------------------------------------------------------------
+
+def test_ladder_order_and_names() -> None:
+    names = [k.name for k in reference_kernels.LADDER]
+    assert names == LADDER_NAMES
+    assert len(set(names)) == len(names)
+    assert reference_kernels.LADDER == [*reference_kernels.CUDA_RUNGS, *reference_kernels.CUBLAS.values()]
+    assert all(isinstance(k, CudaKernel) for k in reference_kernels.CUDA_RUNGS)
+
+
+@pytest.mark.parametrize("kernel", reference_kernels.LADDER, ids=lambda k: k.name)
+def test_declaration_is_valid(kernel: CudaKernel | PyKernel) -> None:
+    kernel.validate()
+    if isinstance(kernel, CudaKernel):
+        path = kernel.source_path()
+        assert path is not None and path.suffix == ".cu"
+        assert path.parent == Path(reference_kernels.__file__).parent, "ladder sources live in reference_kernels/"
+        assert all(opt.startswith("-D") for opt in kernel.options), "parameters reach the source as -D options"
+        assert tuple(kernel.multiple_of) == (1, 1, 1), "every rung handles any M, N, K >= 1"
+        assert kernel.tile is not None
+    else:
+        assert not kernel.takes_alpha_beta, "the cuBLAS baselines take (a, b, c)"
+
+
+def test_by_name() -> None:
+    for kernel in reference_kernels.LADDER:
+        assert reference_kernels.by_name(kernel.name) is kernel
+    with pytest.raises(KeyError, match="valid names"):
+        reference_kernels.by_name("no-such-rung")
+
+
+def test_cublas_baselines_by_precision() -> None:
+    assert set(reference_kernels.CUBLAS) == {"fp32", "tf32", "fp16", "bf16"}
+    for precision, baseline in reference_kernels.CUBLAS.items():
+        assert isinstance(baseline, PyKernel)
+        assert baseline.precision == precision
+    assert tuple(reference_kernels.CUBLAS["tf32"].min_cc) == (8, 0)
+    assert tuple(reference_kernels.CUBLAS["bf16"].min_cc) == (8, 0)
+
+
+def test_capability_gates() -> None:
+    assert CPASYNC and all(tuple(k.min_cc) == (8, 0) for k in CPASYNC), "cp.async needs sm_80"
+    assert [k.name for k in CPASYNC] == ["cpasync2", "cpasync3", "cpasync4"]
+    assert tuple(reference_kernels.wmma_bf16.min_cc) == (8, 0), "bf16 WMMA needs sm_80"
+    assert tuple(reference_kernels.wmma_fp16.min_cc) == (7, 0)
+    assert tuple(reference_kernels.pipeline_sync.min_cc) == (7, 0)
+    for kernel in reference_kernels.CUDA_RUNGS:
+        if kernel.precision in ("fp16", "bf16"):
+            assert math.prod(kernel.block) % 32 == 0
+
+
+def test_pipeline_twins_share_everything_but_the_fill() -> None:
+    sync = reference_kernels.pipeline_sync
+    for twin in CPASYNC:
+        assert twin.source == sync.source
+        assert tuple(twin.block) == tuple(sync.block) and tuple(twin.tile) == tuple(sync.tile)
+        assert twin.signature == sync.signature and twin.precision == sync.precision
+    assert [k.options for k in CPASYNC] == [("-DSTAGES=2",), ("-DSTAGES=3",), ("-DSTAGES=4",)]
+
+
+def test_alpha_beta_rungs() -> None:
+    takes = {k.name for k in reference_kernels.CUDA_RUNGS if k.takes_alpha_beta}
+    assert takes == {"regtile2d", "vectorized", "warptile"}
+
+
+def test_readme_lists_every_rung() -> None:
+    readme = (Path(reference_kernels.__file__).parent / "README.md").read_text()
+    missing = [k.name for k in reference_kernels.LADDER if f"`{k.name}`" not in readme]
+    assert not missing, f"reference_kernels/README.md has no line for {missing}"
+
+
+def test_import_does_not_touch_cuda() -> None:
+    code = "import sys, reference_kernels; print('cupy' in sys.modules, 'cuda.bindings' in sys.modules)"
+    root = Path(reference_kernels.__file__).parent.parent
+    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         env={**os.environ, "PYTHONPATH": path})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"], "importing reference_kernels must not import CuPy or CUDA"
