@@ -61,14 +61,21 @@ def _to_numpy(x: Any) -> np.ndarray:
     return x.get() if hasattr(x, "get") else np.asarray(x)
 
 
+CPU_REFERENCE_FLOPS = 2 ** 28  # below this the float64 reference is computed by numpy
+
+
 def _reference_f32(problem: Any, alpha: float = 1.0, beta: float = 0.0, c0: Any = None) -> Any:
+    """The float64 reference as a CuPy array. Small problems are computed by numpy:
+    cuBLAS loads a DGEMM kernel lazily for each new shape class, which costs seconds."""
     import cupy
 
     from .reference import reference
 
-    ref = reference(cupy.asarray(problem.a64), cupy.asarray(problem.b64), alpha=alpha, beta=beta,
-                    c0=None if c0 is None else cupy.asarray(c0, dtype=cupy.float64), xp=cupy)
-    return ref
+    if 2 * problem.m * problem.n * problem.k <= CPU_REFERENCE_FLOPS:
+        return cupy.asarray(reference(problem.a64, problem.b64, alpha=alpha, beta=beta,
+                                      c0=None if c0 is None else np.asarray(c0, dtype=np.float64)))
+    return reference(cupy.asarray(problem.a64), cupy.asarray(problem.b64), alpha=alpha, beta=beta,
+                     c0=None if c0 is None else cupy.asarray(c0, dtype=cupy.float64), xp=cupy)
 
 
 def _bits_equal(got: Any, want32: Any) -> bool:

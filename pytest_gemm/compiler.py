@@ -7,6 +7,7 @@ hands the cubin to CuPy, so what CI checks is what runs.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import re
@@ -153,6 +154,54 @@ def parse_ptxas_log(log: str, symbol: str) -> Resources:
     )
 
 
+_EIATTR_FRAME_SIZE = 0x11
+_EIATTR_REGCOUNT = 0x2F
+
+
+def cubin_resources(cubin: bytes, symbol: str) -> tuple[int, int] | None:
+    """(registers, stack frame bytes) of ``symbol`` read from the cubin (ELF).
+
+    NVRTC caches compiles and a cache hit prints no ptxas report, so the log is
+    not always there; the cubin always is. ``.text.<symbol>``'s sh_info holds the
+    function's symbol index (and, before sm_90, the register count in its top
+    byte); the ``.nv.info`` section lists REGCOUNT and FRAME_SIZE per symbol.
+    Spilled registers live in the stack frame, so a zero frame means no spills.
+    """
+    import struct
+
+    if len(cubin) < 64 or cubin[:4] != b"\x7fELF" or cubin[4] != 2:  # 64-bit ELF only
+        return None
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQII", cubin, shoff + i * shentsize) for i in range(shnum)]
+    str_off, str_size = headers[shstrndx][4], headers[shstrndx][5]
+    names = cubin[str_off:str_off + str_size]
+
+    def name(h: tuple) -> bytes:
+        return names[h[0]:names.find(b"\x00", h[0])]
+
+    text = next((h for h in headers if name(h) == f".text.{symbol}".encode()), None)
+    info = next((h for h in headers if name(h) == b".nv.info"), None)
+    if text is None or info is None:
+        return None
+    sym_index = text[7] & 0xFFFFFF
+    found: dict[int, int] = {}
+    data = cubin[info[4]:info[4] + info[5]]
+    pos = 0
+    while pos + 4 <= len(data):
+        fmt, attr, value = struct.unpack_from("<BBH", data, pos)
+        pos += 4
+        if fmt == 0x04:  # EIFMT_SVAL: `value` bytes of payload follow
+            if attr in (_EIATTR_REGCOUNT, _EIATTR_FRAME_SIZE) and value >= 8:
+                sym, number = struct.unpack_from("<II", data, pos)
+                if sym == sym_index:
+                    found[attr] = number
+            pos += value
+    if _EIATTR_REGCOUNT not in found:
+        return None
+    return found[_EIATTR_REGCOUNT], found.get(_EIATTR_FRAME_SIZE, 0)
+
+
 def _options(kernel: CudaKernel, arch: str, source_dir: Path | None) -> list[bytes]:
     opts = [f"--gpu-architecture={arch}", "--ptxas-options=-v"]
     if not any(o.startswith(("-std", "--std")) for o in kernel.options):
@@ -201,7 +250,14 @@ def compile_for_arch(kernel: CudaKernel, arch: str, *, output: str = "cubin") ->
             code = code.rstrip(b"\x00")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    result = CompileResult(str(kernel.name), arch, output, code, lowered, log, parse_ptxas_log(log, lowered))
+    resources = parse_ptxas_log(log, lowered)
+    if not resources.registers and output == "cubin":  # NVRTC cache hit: no ptxas report in the log
+        from_cubin = cubin_resources(code, lowered)
+        if from_cubin is not None:
+            registers, frame = from_cubin
+            # The frame bounds the spills from above; a zero frame proves there are none.
+            resources = Resources(registers, frame, frame, frame, resources.shared_static)
+    result = CompileResult(str(kernel.name), arch, output, code, lowered, log, resources)
     _CACHE[key] = result
     return result
 

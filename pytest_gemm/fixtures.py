@@ -107,7 +107,7 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[[], d
     the facts it reports. Skips when there is no GPU or the GPU is below the kernel's min_cc."""
     import json
 
-    from .session import run_in_sandbox
+    from .session import run_in_sandbox, state
 
     device = require_device()
     kernel = gemm_case.kernel
@@ -124,6 +124,8 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[[], d
             if facts:
                 request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
             raise
+        if facts.get("timing") and state(request.config).gpu_shared:
+            facts["gpu_shared"] = True  # another xdist worker may have used this GPU meanwhile
         if facts:
             request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
         return facts

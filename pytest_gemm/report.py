@@ -29,7 +29,8 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
                                  "spread": t["spread"], "tflops": t["tflops"],
                                  "fraction_of_cublas": r.get("fraction_of_cublas"),
                                  "fraction_of_roof": r.get("fraction_of_roof"),
-                                 "cublas_median_ms": r.get("cublas", {}).get("median_ms")})
+                                 "cublas_median_ms": r.get("cublas", {}).get("median_ms"),
+                                 "gpu_shared": bool(r.get("gpu_shared"))})
     for k in kernels.values():
         outcomes = [c["outcome"] for c in k["checks"]]
         failed = [c for c in k["checks"] if c["outcome"] == "failed"]
@@ -55,7 +56,8 @@ def ranking_rows(records: list[dict[str, Any]]) -> tuple[list[list[Any]], list[l
             unranked.append([s["name"], s["precision"], ", ".join(cats)])
             continue
         for t in s["timings"]:
-            ranked.append([s["name"], s["precision"], "x".join(map(str, t["shape"] or [])), t["median_ms"],
+            label = s["name"] + (" (GPU shared with another worker)" if t.get("gpu_shared") else "")
+            ranked.append([label, s["precision"], "x".join(map(str, t["shape"] or [])), t["median_ms"],
                            t["spread"], t["tflops"], t["fraction_of_cublas"], t["fraction_of_roof"],
                            res.get("registers"), res.get("spill_stores", 0) + res.get("spill_loads", 0) if res else None,
                            res.get("occupancy")])

@@ -30,6 +30,7 @@ class GemmState:
     min_cublas_fraction: float | None
     isolation: str = "process"
     timeout: float | None = None
+    gpu_shared: bool = False           # xdist workers outnumber GPUs: timings are marked
     results: list[dict[str, Any]] = field(default_factory=list)
     sandboxes: dict[int, Any] = field(default_factory=dict)
     grading: Any = None                                          # gradescope.GradingConfig
@@ -97,9 +98,12 @@ def _gradescope_failure(config: pytest.Config, grading: Any, reason: str) -> Non
 
 
 def configure(config: pytest.Config) -> None:
+    gpu_shared = False
     if _is_xdist_worker(config):  # before anything in this worker touches CUDA
-        from .gpus import pin_worker
+        from .gpus import pin_worker, visible_gpu_ids
 
+        workers = int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
+        gpu_shared = workers > max(1, len(visible_gpu_ids()))  # timings then disturb each other
         pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]
     opt = config.option
     specs = list(getattr(opt, "gemm_kernel", None) or []) or list(config.getini("gemm_kernels"))
@@ -135,8 +139,8 @@ def configure(config: pytest.Config) -> None:
     timeout = getattr(opt, "gemm_timeout", None)
     if timeout is not None and timeout <= 0:
         raise pytest.UsageError(f"--gemm-timeout {timeout}: expected a number of seconds > 0, e.g. 60")
-    config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction,
-                                    getattr(opt, "gemm_isolation", "process"), timeout, grading=grading)
+    config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction, gpu_shared=gpu_shared,
+                                    isolation=getattr(opt, "gemm_isolation", "process"), timeout=timeout, grading=grading)
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
     # `pytest --gemm-kernel mod:k` (or --gemm-arch) with no test path runs the shipped suite.
     if (specs or arches) and config.args_source != pytest.Config.ArgsSource.ARGS:

@@ -1,13 +1,9 @@
-// BROKEN (but not caught yet): the tile loads have no bounds check at all.
+// BROKEN: the tile loads have no bounds check at all.
 //
 // The store is guarded, so only the K tail matters: for K not a multiple of
 // 16 the last tile reads A[row][K..] (really the next row of A) and rows of B
-// past its end. A real bug (compute-sanitizer reports it; on another
-// allocator it may fault or read garbage), but in this harness B's guard band
-// holds 0xA5A5A5A5 = -2.9e-16 as a float, so every extra product is ~1e-13
-// and rounds away: the output stays exact. tests/test_broken_kernels.py keeps
-// it as an expected failure until the guard bands hold a pattern that is NaN
-// as a float (e.g. 0xFF bytes), which would make any over-read show.
+// past its end. The harness's guard bands are 0xFF bytes, NaN as a float, so
+// the over-read turns the affected outputs into NaN: wrong_values in exact.
 
 #define TILE 16
 

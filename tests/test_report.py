@@ -1,0 +1,47 @@
+"""The ranking table and the JSON report, built from check records (no GPU)."""
+from __future__ import annotations
+
+import json
+
+from pytest_gemm.report import build_report, ranking_rows, ranking_table
+
+
+def _record(kernel, check, outcome="passed", category=None, **facts):
+    rec = {"kernel": kernel, "precision": "fp32", "check": check, "shape": [64, 64, 64], "params": {},
+           "outcome": outcome, "category": category, "message": None}
+    rec.update(facts)
+    return rec
+
+
+def _speed(kernel, ms, tflops, fraction, **extra):
+    timing = {"shape": [4096, 4096, 4096], "median_ms": ms, "min_ms": ms, "spread": 0.01, "tflops": tflops}
+    return _record(kernel, "speed", timing=timing, fraction_of_cublas=fraction, fraction_of_roof=0.5,
+                   cublas={"median_ms": 2.7}, **extra)
+
+
+def test_only_correct_kernels_are_ranked_fastest_first_and_the_rest_listed_with_categories():
+    records = [
+        _record("slow", "exact"), _speed("slow", 10.0, 13.7, 0.27),
+        _record("fast", "exact"), _speed("fast", 3.0, 45.8, 0.9),
+        _record("wrong", "exact", "failed", "unwritten_output"), _speed("wrong", 1.0, 137.0, 2.7),
+    ]
+    ranked, unranked = ranking_rows(records)
+    assert [r[1] for r in ranked] == ["fast", "slow"] and [r[0] for r in ranked] == [1, 2]
+    assert unranked == [["wrong", "fp32", "unwritten_output"]]  # never a speed for a failed kernel
+    text = "\n".join(ranking_table(records))
+    assert "not ranked" in text and "137" not in text
+
+
+def test_timings_taken_on_a_shared_gpu_are_marked():
+    ranked, _ = ranking_rows([_record("k", "exact"), _speed("k", 3.0, 45.8, 0.9, gpu_shared=True)])
+    assert "GPU shared" in ranked[0][1]
+
+
+def test_json_report_has_schema_verdicts_checks_and_timings():
+    records = [_record("k", "exact"), _record("k", "guards", "failed", "out_of_bounds_write"), _speed("k", 3.0, 45.8, 0.9)]
+    report = json.loads(json.dumps(build_report(records, {"name": "GPU"})))
+    assert report["schema_version"] == 1 and report["device"] == {"name": "GPU"}
+    (kernel,) = report["kernels"]
+    assert kernel["verdict"] == "failed" and kernel["failure_categories"] == ["out_of_bounds_write"]
+    assert {c["check"] for c in kernel["checks"]} == {"exact", "guards", "speed"}
+    assert kernel["timings"][0]["fraction_of_cublas"] == 0.9
