@@ -218,7 +218,22 @@ def _dispatcher() -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr or "run_check")
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to kill this child when the pytest process dies (say, killed by a
+    CI timeout): it runs in its own session, so nothing else would stop a kernel
+    that is still spinning on the GPU."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _child(read_fd: int, write_fd: int) -> None:
+    _die_with_parent()
     reader = os.fdopen(read_fd, "r")
     writer = os.fdopen(write_fd, "w", buffering=1)
 

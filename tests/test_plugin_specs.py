@@ -84,3 +84,25 @@ def test_bad_option_values_are_echoed(pytester: pytest.Pytester):
     assert_usage_error(result, "unknown architecture 'sm_99'", "sm_75")
     result = pytester.runpytest_subprocess("--gemm-bench-shape", "4096x4096")
     assert_usage_error(result, "shape '4096x4096'", "MxNxK")
+
+
+def test_kernels_can_come_from_the_ini_key(pytester: pytest.Pytester):
+    pytester.makefile(".cu", mm=GOOD_CU)
+    pytester.makepyfile(mykernels=_kernel_module())
+    pytester.makeini("[pytest]\ngemm_kernels =\n    mykernels:k\n")
+    result = pytester.runpytest_subprocess("--pyargs", "conformance", "--collect-only", "-q")
+    assert result.ret == 0, result.stdout.str()
+    assert "exact-mm-17x33x65" in result.stdout.str()
+
+
+def test_template_entries_compile_by_their_instantiation_name(pytester: pytest.Pytester):
+    pytest.importorskip("cuda.bindings", reason="NVRTC not installed (install pytest-gemm[cuda12])")
+    from pytest_gemm import CudaKernel
+    from pytest_gemm.compiler import compile_for_arch
+
+    source = GOOD_CU.replace('extern "C" __global__ void mm(', "template <int T> __global__ void mm(")
+    source += "template __global__ void mm<16>(const float*, const float*, float*, int, int, int);\n"
+    k = CudaKernel(source=source, entry="mm<16>", block=(16, 16), tile=(16, 16), name="templ")
+    k.validate()
+    result = compile_for_arch(k, "sm_80")
+    assert result.lowered_name.startswith("_Z2mmILi16E") and result.resources.registers > 0

@@ -394,3 +394,41 @@ def test_the_dispatch_hook_is_documented():
 def test_fake_modules_are_valid_python():
     compile(textwrap.dedent(FAKE_DISPATCH), "fake_dispatch.py", "exec")
     compile(textwrap.dedent(FAKE_KERNELS), "fake_kernels.py", "exec")
+
+
+def test_a_busy_sandbox_child_dies_with_the_pytest_process(workdir: Path):
+    """A CI timeout kills pytest while a kernel spins: the kernel's process (its own
+    session, not reading its pipe) must not outlive it and keep the GPU busy."""
+    import subprocess
+    import sys
+    import textwrap
+
+    # Kill the parent while the child sleeps inside a check, as a spinning kernel would.
+    (workdir / "parent.py").write_text(textwrap.dedent("""
+        import os, time
+        from pytest_gemm.sandbox import DISPATCH_ENV, SandboxClient
+        client = SandboxClient("fake_kernels.py:fake", 0, os.getcwd(),
+                               env={**os.environ, DISPATCH_ENV: "fake_dispatch:run_check"})
+        client._start()
+        assert client._receive(timeout=60)["status"] == "ok"
+        client._send({"op": "check", "check": "sleep", "shape": [1, 1, 1], "params": {"seconds": 120},
+                      "options": {}})
+        time.sleep(1.0)  # the child is now inside the check, not reading its pipe
+        print(client.proc.pid, flush=True)
+        time.sleep(120)
+    """))
+    parent = subprocess.Popen([sys.executable, "parent.py"], cwd=workdir, stdout=subprocess.PIPE, text=True)
+    child_pid = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{child_pid}/stat") as f:
+                if f.read().rsplit(")", 1)[-1].split()[0] == "Z":
+                    return  # killed; only waiting to be reaped
+        except FileNotFoundError:
+            return
+        time.sleep(0.1)
+    os.kill(child_pid, 9)
+    raise AssertionError(f"sandbox child {child_pid} outlived its pytest process")
