@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gemm.cases import build_cases
 
 
 def _arch_cases(config):

@@ -7,7 +7,6 @@ hands the cubin to CuPy, so what CI checks is what runs.
 """
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import os
 import re

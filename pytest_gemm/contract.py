@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
-from .precision import PRECISIONS, get_precision
+from .precision import PRECISIONS
 
 SIGNATURE_TOKENS = ("A", "B", "C", "M", "N", "K", "alpha", "beta")
 REQUIRED_TOKENS = ("A", "B", "C", "M", "N", "K")

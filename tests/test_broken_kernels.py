@@ -10,28 +10,20 @@ skipped with the reason on a machine without one.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_helpers import case_key, load_declarations, test_id
 
 pytestmark = pytest.mark.gemm_gpu
 
 KERNELS_PY = Path(__file__).resolve().parent / "broken" / "kernels.py"
 
 
-def _load_kernels_module() -> Any:
-    spec = importlib.util.spec_from_file_location("gemm_broken_kernels", KERNELS_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # declarations only: no CuPy, no CUDA
-    return module
-
-
-KERNELS = _load_kernels_module()
+KERNELS = load_declarations(KERNELS_PY, "gemm_broken_kernels")
 BROKEN: dict[str, tuple[Any, str, str]] = KERNELS.BROKEN
 CORRECT: dict[str, Any] = KERNELS.CORRECT
 
@@ -113,17 +105,6 @@ def _split(case: str) -> tuple[str, str]:
     return check, rest
 
 
-def _test_id(check: str, name: str, rest: str) -> str:
-    return f"{check}-{name}-{rest}" if rest else f"{check}-{name}"
-
-
-def _case_key(record: dict[str, Any]) -> str:
-    """``"exact-17x33x65"``, ``"accuracy-256x256x16-distuniform"``; like GemmCase.id without the kernel."""
-    shape = record.get("shape")
-    text = record["check"] + ("-" + "x".join(str(d) for d in shape) if shape else "")
-    return text + "".join(f"-{k}{v}" for k, v in (record.get("params") or {}).items())
-
-
 def run_suite(pytester: pytest.Pytester, name: str, select: str, timeout: int) -> tuple[Any, dict[str, Any], str]:
     """Run the conformance suite on ``kernels.py:<name>`` with ``-k select``;
     return (pytest result, the kernel's entry in the JSON report, pytest's output)."""
@@ -152,7 +133,7 @@ def _summary_text(message: str | None) -> str:
 
 def assert_caught(name: str, check: str, category: str, plan: Plan, result: Any, entry: dict[str, Any],
                   output: str) -> None:
-    records = {_case_key(c): c for c in entry["checks"]}
+    records = {case_key(c): c for c in entry["checks"]}
     seen = "\n".join(f"  {key}: {c['outcome']} {c['category'] or ''}" for key, c in records.items())
 
     for rest in plan.fail:
@@ -185,10 +166,10 @@ def assert_caught(name: str, check: str, category: str, plan: Plan, result: Any,
 
 def _selection(name: str, check: str, plan: Plan) -> str:
     """The ``-k`` expression running exactly the plan's cases (test ids: check-kernel-MxNxK[-params])."""
-    ids = [_test_id(check, name, rest) for rest in plan.fail]
+    ids = [test_id(check, name, rest) for rest in plan.fail]
     for case in (*plan.passes, *plan.also):
         other, rest = _split(case)
-        ids.append(_test_id(other, name, rest))
+        ids.append(test_id(other, name, rest))
     return " or ".join(dict.fromkeys(ids))
 
 
@@ -206,7 +187,7 @@ def test_broken_kernel_is_caught_by_its_checker(pytester: pytest.Pytester, name:
 def test_correct_kernel_passes_every_check(pytester: pytest.Pytester, name: str):
     # Everything but the timed speed check (a ranking, not a correctness verdict).
     result, entry, output = run_suite(pytester, name, "not speed", timeout=900)
-    failed = [f"{_case_key(c)}: [{c['category']}] {c['message']}" for c in entry["checks"] if c["outcome"] == "failed"]
+    failed = [f"{case_key(c)}: [{c['category']}] {c['message']}" for c in entry["checks"] if c["outcome"] == "failed"]
     assert not failed, f"{name} is correct, but:\n" + "\n".join(failed)
     assert entry["verdict"] == "passed", entry
     passed = {c["check"] for c in entry["checks"] if c["outcome"] == "passed"}

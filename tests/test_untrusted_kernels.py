@@ -19,7 +19,6 @@ Needs a GPU: skipped with the reason on a machine without one.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import time
@@ -28,21 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_helpers import case_key, load_declarations, test_id
 
 pytestmark = pytest.mark.gemm_gpu
 
 KERNELS_PY = Path(__file__).resolve().parent / "untrusted" / "kernels.py"
 
 
-def _load_kernels_module() -> Any:
-    spec = importlib.util.spec_from_file_location("gemm_untrusted_kernels", KERNELS_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # declarations only: no CuPy, no CUDA
-    return module
-
-
-KERNELS = _load_kernels_module()
+KERNELS = load_declarations(KERNELS_PY, "gemm_untrusted_kernels")
 UNTRUSTED: dict[str, tuple[Any, str, str]] = KERNELS.UNTRUSTED
 CORRECT: dict[str, Any] = KERNELS.CORRECT
 
@@ -113,17 +105,6 @@ assert set(PLANS) == set(UNTRUSTED), f"kernels.py UNTRUSTED and PLANS differ: {s
 
 # -- running the suite ------------------------------------------------------------------
 
-def _test_id(check: str, name: str, rest: str) -> str:
-    return f"{check}-{name}-{rest}" if rest else f"{check}-{name}"
-
-
-def _case_key(record: dict[str, Any]) -> str:
-    """``"exact-17x33x65"``, ``"accuracy-256x256x16-distuniform"``: GemmCase.id without the kernel."""
-    shape = record.get("shape")
-    text = record["check"] + ("-" + "x".join(str(d) for d in shape) if shape else "")
-    return text + "".join(f"-{k}{v}" for k, v in (record.get("params") or {}).items())
-
-
 def run_suite(pytester: pytest.Pytester, names: list[str], select: str, *, gemm_timeout: float | None,
               timeout: int, verbose: bool = False,
               extra: tuple[str, ...] = ()) -> tuple[Any, dict[str, dict[str, Any]], str, float]:
@@ -156,7 +137,7 @@ def _message(record: dict[str, Any]) -> str:
 
 
 def assert_caught(name: str, check: str, category: str, plan: Plan, entry: dict[str, Any], output: str) -> None:
-    records = {_case_key(c): c for c in entry["checks"]}
+    records = {case_key(c): c for c in entry["checks"]}
     seen = "\n".join(f"  {key}: {c['outcome']} {c['category'] or ''}" for key, c in records.items())
 
     for rest in plan.fail:
@@ -186,10 +167,10 @@ def assert_caught(name: str, check: str, category: str, plan: Plan, entry: dict[
 
 def _selection(name: str, check: str, plan: Plan) -> str:
     """The ``-k`` expression running exactly the plan's cases (test ids: check-kernel-MxNxK[-params])."""
-    ids = [_test_id(check, name, rest) for rest in plan.fail]
+    ids = [test_id(check, name, rest) for rest in plan.fail]
     for case in plan.passes:
         other, _, rest = case.partition("-")
-        ids.append(_test_id(other, name, rest))
+        ids.append(test_id(other, name, rest))
     return " or ".join(dict.fromkeys(ids))
 
 
@@ -242,14 +223,14 @@ def test_faults_a_hang_and_an_exit_cost_only_their_own_tests(pytester: pytest.Py
 
     # each failure in its own test, with its category
     for name, (category, shapes) in HEALTHY_RUN_FAILS.items():
-        records = {_case_key(c): c for c in entries[name]["checks"]}
+        records = {case_key(c): c for c in entries[name]["checks"]}
         assert set(records) == {f"exact-{s}" for s in shapes}, (name, sorted(records))
         for key, rec in records.items():
             assert rec["outcome"] == "failed" and rec["category"] == category, (name, key, rec)
 
     # every check of the correct kernel passed, whatever ran before it
     healthy = entries["healthy"]
-    failed = [f"{_case_key(c)}: [{c['category']}] {c.get('message')}" for c in healthy["checks"]
+    failed = [f"{case_key(c)}: [{c['category']}] {c.get('message')}" for c in healthy["checks"]
               if c["outcome"] == "failed"]
     assert not failed, "the correct kernel is hurt by the others:\n" + "\n".join(failed)
     passed = {c["check"] for c in healthy["checks"] if c["outcome"] == "passed"}

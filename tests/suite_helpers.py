@@ -1,0 +1,31 @@
+"""Helpers shared by the tests that run the conformance suite on kernels of ours
+(tests/test_broken_kernels.py, tests/test_untrusted_kernels.py)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+
+def load_declarations(path: Path, module_name: str) -> Any:
+    """Import a kernels.py by path: declarations only, no CuPy, no CUDA."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_id(check: str, name: str, rest: str) -> str:
+    """The conformance test id of a check on a kernel: ``exact-<name>-17x33x65``."""
+    return f"{check}-{name}-{rest}" if rest else f"{check}-{name}"
+
+
+def case_key(record: dict[str, Any]) -> str:
+    """``"exact-17x33x65"``, ``"accuracy-256x256x16-distuniform"``: GemmCase.id without the kernel."""
+    shape = record.get("shape")
+    text = record["check"] + ("-" + "x".join(str(d) for d in shape) if shape else "")
+    return text + "".join(f"-{k}{v}" for k, v in (record.get("params") or {}).items())
+
+
+test_id.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
