@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 
 
-
 def _arch_cases(config):
     from pytest_gemm.contract import CudaKernel
     from pytest_gemm.session import kernels_under_test, state
