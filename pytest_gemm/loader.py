@@ -40,7 +40,7 @@ def _import_file(spec: str, path: Path) -> ModuleType:
         sys.path.insert(0, str(path.parent.resolve()))  # so the file can import its neighbours
     try:
         module_spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module that calls sys.exit() at import is a bad spec too
         del sys.modules[name]
         raise GemmSpecError(f"--gemm-kernel {spec!r}: importing {path} failed at {_where(exc)}: "
                             f"{type(exc).__name__}: {exc}") from None
@@ -60,7 +60,7 @@ def _import_module(spec: str, modname: str, rootdir: Path) -> ModuleType:
             ) from None
         raise GemmSpecError(f"--gemm-kernel {spec!r}: importing {modname!r} failed at {_where(exc)}: "
                             f"{type(exc).__name__}: {exc}") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module that calls sys.exit() at import is a bad spec too
         raise GemmSpecError(f"--gemm-kernel {spec!r}: importing {modname!r} failed at {_where(exc)}: "
                             f"{type(exc).__name__}: {exc}") from None
 

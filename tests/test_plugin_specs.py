@@ -61,6 +61,12 @@ def test_import_error_inside_the_module_names_file_and_line(pytester: pytest.Pyt
     assert_usage_error(result, "importing 'mykernels' failed at", "mykernels.py:2", "RuntimeError: boom")
 
 
+@pytest.mark.parametrize("spec", ["mykernels:k", "mykernels.py:k"])
+def test_a_module_that_exits_at_import_is_a_clear_error(pytester: pytest.Pytester, spec):
+    result = run_spec(pytester, spec, "import sys\nsys.exit(3)\n")
+    assert_usage_error(result, "failed at", "mykernels.py:2", "SystemExit: 3")
+
+
 def test_compile_error_shows_nvrtc_log_with_file_and_line(pytester: pytest.Pytester):
     pytest.importorskip("cuda.bindings", reason="NVRTC not installed (install pytest-gemm[cuda12])")
     broken = GOOD_CU.replace("float s = 0;", "float s = undefined_name;")
