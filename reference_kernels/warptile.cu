@@ -20,6 +20,12 @@
 // blocks load full K slices with no bounds checks; everything outside A and
 // B is loaded as zero; only in-range outputs are stored. beta == 0 means C is
 // not read (it may hold NaN).
+//
+// -DGEMM_NO_EDGE (opt-in, never a ladder rung) builds the same kernel with
+// every edge test replaced by `true`: no bounds checks, no scalar fallback.
+// It is correct only when M and N are multiples of 128, K a multiple of 16
+// and A, B, C are 16-byte aligned; tools/edge_cost.py times it against the
+// default build to measure what the edge handling costs on aligned shapes.
 
 #define BM 128
 #define BN 128
@@ -30,6 +36,13 @@
 #define NTHREADS 256
 #define APAD 4              // pad of the transposed A rows (keeps float4 alignment)
 #define AST (BM + APAD)     // row stride of AsT
+
+// EDGE(test): a test only the edge handling needs; always true with -DGEMM_NO_EDGE.
+#ifdef GEMM_NO_EDGE
+#define EDGE(test) true
+#else
+#define EDGE(test) (test)
+#endif
 
 static __device__ __forceinline__ bool aligned16(const void* p)
 {
@@ -83,13 +96,13 @@ gemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
     const int bRow = tid / (BN / 4);        // 0..7
     const int bCol = (tid % (BN / 4)) * 4;  // 0..124
 
-    const bool vec = (K % 4 == 0) && (N % 4 == 0) && aligned16(A) && aligned16(B) && aligned16(C);
-    const bool fullMN = vec && blockRow + BM <= M && blockCol + BN <= N;
+    const bool vec = EDGE((K % 4 == 0) && (N % 4 == 0) && aligned16(A) && aligned16(B) && aligned16(C));
+    const bool fullMN = vec && EDGE(blockRow + BM <= M) && EDGE(blockCol + BN <= N);
 
     const int gaRow0 = blockRow + aRow;
     const int gaRow1 = gaRow0 + 64;
-    const bool aIn0 = gaRow0 < M;
-    const bool aIn1 = gaRow1 < M;
+    const bool aIn0 = EDGE(gaRow0 < M);
+    const bool aIn1 = EDGE(gaRow1 < M);
     const float* aPtr0 = A + static_cast<size_t>(aIn0 ? gaRow0 : 0) * K;
     const float* aPtr1 = A + static_cast<size_t>(aIn1 ? gaRow1 : 0) * K;
     const int gbCol = blockCol + bCol;
@@ -98,7 +111,7 @@ gemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
     float4 bReg[2];
     // Fetch the K slice starting at k0 into aReg / bReg.
     auto fetch = [&](int k0) {
-        if (fullMN && k0 + BK <= K) {
+        if (fullMN && EDGE(k0 + BK <= K)) {
             aReg[0] = *reinterpret_cast<const float4*>(aPtr0 + k0 + aK);
             aReg[1] = *reinterpret_cast<const float4*>(aPtr1 + k0 + aK);
             bReg[0] = *reinterpret_cast<const float4*>(B + static_cast<size_t>(k0 + bRow) * N + gbCol);
@@ -169,7 +182,7 @@ gemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         const int row = blockRow + rowOff + (i / 4) * 32 + (i % 4);
-        float* cRow = C + static_cast<size_t>(row < M ? row : 0) * N;
+        float* cRow = C + static_cast<size_t>(EDGE(row < M) ? row : 0) * N;
 #pragma unroll
         for (int ni = 0; ni < 2; ++ni) {
             const int col = blockCol + colOff + ni * 16;
