@@ -34,7 +34,14 @@ def run_check(kernel: GemmKernel, check: str, shape: list[int] | tuple[int, ...]
         checks.check_accuracy_random(h, shape, params["dist"])  # type: ignore[arg-type]
     elif check == "speed":
         check_speed(h, shape, facts.update, options.get("min_cublas_fraction"),  # type: ignore[arg-type]
-                    budget_s=float(options.get("budget_s", 1.0)))
+                    budget_s=float(options.get("budget_s", 1.0)),
+                    measure_roofs=bool(options.get("measure_roofs", True)))
+    elif check == "sweep":  # params: {"shapes": [[m, n, k], ...], "seed": int}
+        from .sweep import SWEEP_SEED, check_sweep
+
+        check_sweep(h, [tuple(s) for s in params["shapes"]], facts.update,  # type: ignore[misc]
+                    seed=int(params.get("seed", SWEEP_SEED)), budget_s=float(options.get("sweep_budget_s", 0.5)),
+                    measure_roofs=bool(options.get("measure_roofs", True)))
     else:
         raise ValueError(f"unknown check {check!r}")
     return facts

@@ -12,6 +12,12 @@ against its own inputs, so a kernel that skips repeated calls or returns a
 result cached by buffer address is caught (``stale_output``); a rate above the
 hardware roof (``timing_escape``: e.g. a result reused by content); then the
 optional ``--gemm-min-cublas-fraction`` gate.
+
+Roofs (``roofs.py``): the impossibility judge uses the theoretical peaks (a rate
+above the arithmetic peak, or a time below what the compulsory bytes take at the
+memory peak); "fraction of roof" is reported against the roof measured in this
+process (``roofs.measured_roofs``, once per device), the theoretical peak when
+it could not be measured. The measured roofs travel in the facts (``roofs``).
 """
 from __future__ import annotations
 
@@ -21,8 +27,8 @@ from . import categories as cat
 from .cases import Shape, shape_str
 from .categories import GemmCheckFailure
 from .harness import Harness, poison_bits
-from .roofs import roof_tflops
-from .timing import TimingResult, above_roof, escape_verdict, escaped_work, gemm_flops, time_gpu
+from .roofs import ceilings, impossible_timing, reported_roof, roof_tflops
+from .timing import TimingResult, escape_verdict, escaped_work, gemm_flops, time_gpu
 
 ROTATE = 3               # buffer sets the timed calls rotate over
 DATA_SETS = ROTATE + 1   # input sets cycled through them: an address never sees the same data twice running
@@ -101,28 +107,52 @@ def time_cublas(precision: str, shape: Shape, device: Any, budget_s: float,
     return _CUBLAS_TIMES[key]
 
 
+def process_roofs(device: Any, measure: bool = True) -> dict[str, Any]:
+    """This process's measured roofs (``roofs.measured_roofs``, cached), or {} when not measured."""
+    if not measure:
+        return {}
+    from .roofs import measured_roofs
+
+    try:
+        return measured_roofs(device)
+    except Exception as exc:  # noqa: BLE001 - the theoretical peaks still judge; report why
+        return {"errors": {"all": f"{type(exc).__name__}: {exc}"[:300]}}
+
+
+def roof_facts(device: Any, precision: str, timing: TimingResult, measured: dict[str, Any]) -> dict[str, Any]:
+    """The roof figures a timing is reported with: the theoretical peak, the measured roof,
+    the fraction of the measured roof (of the peak when none was measured) and which one."""
+    peak = roof_tflops(device, precision)
+    roof, kind = reported_roof(precision, measured, peak)
+    return {"roof_tflops": peak, "measured_roof_tflops": roof if kind == "measured" else None,
+            "roof_kind": kind, "fraction_of_roof": timing.tflops / roof if roof else None,
+            "roofs": measured or None}
+
+
 def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], None],
-                min_fraction: float | None, budget_s: float = 1.0) -> None:
+                min_fraction: float | None, budget_s: float = 1.0, measure_roofs: bool = True) -> None:
     """Judged in this order: work escaping the timed region (its output is then unordered
     against the harness's own input copies, so it is not verified), the last output
-    (stale_output), a rate above the roof, then the optional cuBLAS gate."""
+    (stale_output), a rate above the roof or a time below the memory floor, then the
+    optional cuBLAS gate."""
     import cupy
 
     precision = h.kernel.precision
-    roof = roof_tflops(h.device, precision)
+    measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
+    limits = ceilings(h.device, precision, measured)
     problems = _problems(precision, shape)
     with cupy.cuda.Stream.null:  # whatever stream a kernel left current, the harness works on this one
         timing, verify = _timed_run(h, shape, budget_s, problems)
-        record({"timing": dict(timing.as_dict(), shape=list(shape)), "roof_tflops": roof,
-                "fraction_of_roof": timing.tflops / roof if roof else None})
+        record(dict({"timing": dict(timing.as_dict(), shape=list(shape))},
+                    **roof_facts(h.device, precision, timing, measured)))
         if escaped_work(timing) is not None:
-            summary, details = escape_verdict(timing, roof, precision)  # type: ignore[misc]  # + the roof, if above
+            summary, details = escape_verdict(timing, limits.tflops, precision)  # type: ignore[misc]
             raise GemmCheckFailure(cat.TIMING_ESCAPE, summary, details)
         verify()
         cublas = time_cublas(precision, shape, h.device, budget_s, problems)
     fraction = cublas.median_ms / timing.median_ms if timing.median_ms > 0 else 0.0
     record({"cublas": cublas.as_dict(), "fraction_of_cublas": fraction})
-    impossible = above_roof(timing, roof, precision)
+    impossible = impossible_timing(timing, shape, precision, limits)
     if impossible is not None:
         raise GemmCheckFailure(cat.TIMING_ESCAPE, impossible[0], impossible[1])
     if min_fraction is not None and fraction < min_fraction:

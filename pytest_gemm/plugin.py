@@ -40,6 +40,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-min-cublas-fraction", type=float, default=None, metavar="F",
                     help="fail the speed check of a kernel slower than F x cuBLAS at the same precision")
     group.addoption("--gemm-report", default=None, metavar="PATH", help="write a JSON report of every kernel")
+    group.addoption("--gemm-sweep", default=None, metavar="SIZES",
+                    help="time every kernel and cuBLAS at its precision at each size (N or MxNxK, comma-separated), "
+                         "e.g. 512,1024,2048,4096: one sweep-<kernel> test per kernel, a 'TFLOP/s by size' table, "
+                         "and the sweep in --gemm-report")
+    group.addoption("--gemm-plot", default=None, metavar="PATH",
+                    help="draw the ranking to PATH (e.g. ranking.png): bars of TFLOP/s at the benchmark shape, or "
+                         "lines over the --gemm-sweep sizes; needs matplotlib: pip install 'pytest-gemm[plot]'")
     group.addoption("--gemm-timeout", type=float, default=None, metavar="SECONDS",
                     help="kill a check that runs longer than this and report it as a timeout "
                          "(default: 60 s plus 1 s per TFLOP the check's shape needs)")

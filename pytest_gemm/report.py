@@ -18,7 +18,7 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     kernels: dict[str, dict[str, Any]] = {}
     for r in records:
         k = kernels.setdefault(r["kernel"], {"name": r["kernel"], "precision": r.get("precision"),
-                                             "checks": [], "resources": {}, "timings": []})
+                                             "checks": [], "resources": {}, "timings": [], "sweep": []})
         entry = {key: r.get(key) for key in ("check", "shape", "params", "outcome", "category", "message")}
         k["checks"].append(entry)
         if r.get("resources") and r.get("check") == "launch":
@@ -29,8 +29,13 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
                                  "spread": t["spread"], "tflops": t["tflops"],
                                  "fraction_of_cublas": r.get("fraction_of_cublas"),
                                  "fraction_of_roof": r.get("fraction_of_roof"),
+                                 "roof_kind": r.get("roof_kind"),
                                  "cublas_median_ms": r.get("cublas", {}).get("median_ms"),
                                  "gpu_shared": bool(r.get("gpu_shared"))})
+        if r.get("check") == "sweep" and r.get("sweep"):
+            from .sweep import report_entries
+
+            k["sweep"] = report_entries(r["sweep"])
     for k in kernels.values():
         outcomes = [c["outcome"] for c in k["checks"]]
         failed = [c for c in k["checks"] if c["outcome"] == "failed"]
@@ -40,8 +45,9 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
 
 
 def _correct(summary: dict[str, Any]) -> bool:
-    """Ranked only if no correctness check failed (speed failures, e.g. a gate, still rank)."""
-    return not [c for c in summary["checks"] if c["outcome"] == "failed" and c["check"] != "speed"]
+    """Ranked only if no correctness check failed (speed and sweep failures, e.g. a gate, still rank;
+    those that make a timing untrusted are handled in ranking_rows)."""
+    return not [c for c in summary["checks"] if c["outcome"] == "failed" and c["check"] not in ("speed", "sweep")]
 
 
 def ranking_rows(records: list[dict[str, Any]]) -> tuple[list[list[Any]], list[list[Any]]]:
@@ -50,7 +56,8 @@ def ranking_rows(records: list[dict[str, Any]]) -> tuple[list[list[Any]], list[l
     ranked, unranked = [], []
     for s in summaries.values():
         res = s["resources"]
-        speed_failed = [c for c in s["checks"] if c["check"] == "speed" and c["category"] in ("timing_escape", "stale_output")]
+        speed_failed = [c for c in s["checks"] if c["check"] in ("speed", "sweep")
+                        and c["category"] in ("timing_escape", "stale_output")]
         if not _correct(s) or speed_failed:
             cats = sorted({c["category"] or "failed" for c in s["checks"] if c["outcome"] == "failed"})
             unranked.append([s["name"], s["precision"], ", ".join(cats)])
@@ -105,13 +112,19 @@ def compile_table(records: list[dict[str, Any]]) -> list[str]:
 
 
 def summary_lines(st: Any, config: Any) -> list[str]:
+    from .roofs import combine_roofs, roofs_summary
+    from .sweep import sweep_table
+
     records = st.results
-    table = compile_table(records) + ranking_table(records)
+    table = compile_table(records) + ranking_table(records) + sweep_table(records)
+    roofs = roofs_summary(combine_roofs(r.get("roofs") for r in records))
+    table += [roofs] if roofs else []
     failures = [r for r in records if r["outcome"] == "failed"]
-    if not table and not failures:
+    notes = list(getattr(st, "notes", None) or [])  # e.g. where --gemm-plot drew the ranking
+    if not table and not failures and not notes:
         return []
     lines = ["", "=" * 20 + " pytest-gemm " + "=" * 20]
-    lines += table
+    lines += table + notes
     if failures:
         by_cat: dict[str, int] = defaultdict(int)
         for r in failures:
@@ -121,7 +134,10 @@ def summary_lines(st: Any, config: Any) -> list[str]:
 
 
 def build_report(records: list[dict[str, Any]], device: dict[str, Any] | None) -> dict[str, Any]:
+    from .roofs import combine_roofs
+
     return {"schema_version": SCHEMA_VERSION, "device": device,
+            "roofs": combine_roofs(r.get("roofs") for r in records),
             "kernels": list(kernel_summaries(records).values())}
 
 

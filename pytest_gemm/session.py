@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from .cases import build_cases, parse_shape, skip_reason
-from .contract import GemmKernel, GemmSpecError
+from .contract import GemmKernel, GemmSpecError, short_id
 
 RESULT_PROPERTY = "gemm_result"
 GRADED_PROPERTY = "gemm_graded"  # a user test with gemm_weight / gemm_visibility markers
@@ -34,6 +34,9 @@ class GemmState:
     results: list[dict[str, Any]] = field(default_factory=list)
     sandboxes: dict[int, Any] = field(default_factory=dict)
     grading: Any = None                                          # gradescope.GradingConfig
+    sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
+    plot: str | None = None                                      # --gemm-plot path
+    notes: list[str] = field(default_factory=list)               # lines for the terminal summary
     graded: list[dict[str, Any]] = field(default_factory=list)   # user tests' records
     started: float = field(default_factory=time.monotonic)
 
@@ -114,12 +117,25 @@ def configure(config: pytest.Config) -> None:
 
             arches = parse_arch_list(opt.gemm_arch)
         bench = parse_shape(opt.gemm_bench_shape) if getattr(opt, "gemm_bench_shape", None) else (4096, 4096, 4096)
+        sweep = None
+        if getattr(opt, "gemm_sweep", None):
+            from .sweep import parse_sweep
+
+            sweep = parse_sweep(opt.gemm_sweep)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     grading = _grading(config)
     fraction = getattr(opt, "gemm_min_cublas_fraction", None)
     if fraction is not None and not 0 < fraction <= 10:
         raise pytest.UsageError(f"--gemm-min-cublas-fraction {fraction}: expected a fraction such as 0.5 (of cuBLAS)")
+    plot = getattr(opt, "gemm_plot", None)
+    if plot and not _is_xdist_worker(config):  # checked now, not after the whole run
+        from .plot import PlotUnavailableError, require_matplotlib
+
+        try:
+            require_matplotlib()
+        except PlotUnavailableError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if specs:
         from .loader import load_specs
 
@@ -140,7 +156,8 @@ def configure(config: pytest.Config) -> None:
     if timeout is not None and timeout <= 0:
         raise pytest.UsageError(f"--gemm-timeout {timeout}: expected a number of seconds > 0, e.g. 60")
     config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction, gpu_shared=gpu_shared,
-                                    isolation=getattr(opt, "gemm_isolation", "process"), timeout=timeout, grading=grading)
+                                    isolation=getattr(opt, "gemm_isolation", "process"), timeout=timeout, grading=grading,
+                                    sweep=sweep, plot=plot)
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
     # `pytest --gemm-kernel mod:k` (or --gemm-arch) with no test path runs the shipped suite.
     if (specs or arches) and config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -167,12 +184,14 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
     if shapes == "bench":
         shapes = [state(metafunc.config).bench_shape]
     params = marker.kwargs.get("params") or ({},)
+    per_kernel = bool(marker.kwargs.get("per_kernel"))  # one test per kernel (the sweep): id <check>-<kernel>
     cases = build_cases(check, kernels_under_test(metafunc.config), shapes, params, marker.kwargs.get("when"))
     values = []
     for case in cases:
-        reason = skip_reason(case.kernel, case.shape)
+        reason = None if per_kernel else skip_reason(case.kernel, case.shape)  # a sweep skips sizes itself
         marks = [pytest.mark.skip(reason=reason)] if reason else []
-        values.append(pytest.param(case, id=case.id, marks=marks))
+        test_id = f"{check}-{short_id(str(case.kernel.name))}" if per_kernel else case.id
+        values.append(pytest.param(case, id=test_id, marks=marks))
     if not values:
         values = [pytest.param(None, id=f"{check}-none", marks=pytest.mark.skip(
             reason=f"no kernel under test has what the {check} check needs"))]
@@ -247,6 +266,8 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
         return
     if params.get("gemm_case") is not None:
         case = params["gemm_case"]
+        if case.check == "sweep" and report.skipped and not state(item.config).sweep:
+            return  # no sweep asked for: no record, so no empty "sweep" test in the reports or Gradescope
         kernel, check, shape, extra = case.kernel, case.check, list(case.shape), case.params
     elif params.get("gemm_kernel_arch") is not None:
         kernel, arch = params["gemm_kernel_arch"]
@@ -313,6 +334,16 @@ def write_outputs(config: pytest.Config) -> None:
         from .report import write_json_report
 
         write_json_report(Path(path), state(config))
+    plot = getattr(config.option, "gemm_plot", None)
+    if plot:
+        from .plot import plot_ranking
+
+        st = state(config)
+        try:
+            what = plot_ranking(st.results, Path(plot))
+            st.notes.append(f"--gemm-plot: {what} drawn to {plot}")
+        except Exception as exc:  # a plot must not cost the run its results
+            st.notes.append(f"--gemm-plot: could not draw {plot}: {type(exc).__name__}: {exc}")
     gradescope = getattr(config.option, "gemm_gradescope", None)
     if gradescope:
         from .gradescope import write_results
@@ -324,10 +355,14 @@ def write_outputs(config: pytest.Config) -> None:
 
 
 
-def check_timeout(st: GemmState, shape: tuple[int, int, int]) -> float:
-    """--gemm-timeout, or 60 s plus 1 s per TFLOP of one product at this shape."""
+def check_timeout(st: GemmState, shape: tuple[int, int, int], params: dict[str, Any] | None = None) -> float:
+    """--gemm-timeout, or 60 s plus 1 s per TFLOP of one product at this shape (a sweep: sweep.sweep_timeout)."""
     if st.timeout is not None:
         return st.timeout
+    if params and params.get("shapes"):
+        from .sweep import sweep_timeout
+
+        return sweep_timeout(params["shapes"])
     m, n, k = shape
     return 60.0 + 2.0 * m * n * k / 1e12
 
@@ -353,7 +388,7 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     if client is None:
         spec, index = kernel.origin_spec  # type: ignore[union-attr]
         client = st.sandboxes[id(kernel)] = SandboxClient(spec, index, str(config.invocation_params.dir))
-    return client.run(check, list(shape), params, options, check_timeout(st, shape))
+    return client.run(check, list(shape), params, options, check_timeout(st, shape, params))
 
 
 def stop_sandboxes(config: pytest.Config) -> None:

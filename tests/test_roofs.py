@@ -1,0 +1,334 @@
+"""Roofs: theoretical peaks, times turned into rates, the impossibility judges, the
+measured-roof bookkeeping and the FMA benchmark's source. No GPU needed."""
+from __future__ import annotations
+
+import importlib.resources
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_gemm import roofs
+from pytest_gemm.roofs import (CHAINS, MEASURED_HEADROOM, UNROLL, Ceilings, below_memory_floor, calibrated_iterations,
+                               ceilings, combine_roofs, compulsory_bytes, copy_bytes, copy_gb_s, fma_blocks, fma_flops,
+                               impossible_timing, measured_tflops, memory_peak_gb_s, rate_tflops, reported_roof,
+                               roof_tflops, roofs_summary, tensor_precisions, tensor_size)
+from pytest_gemm.timing import ROOF_MARGIN, summarize
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class FakeDevice:
+    """The GemmDevice fields the roofs read (an H200, as CUDA reports it)."""
+
+    index: int = 0
+    name: str = "NVIDIA H200"
+    compute_capability: tuple[int, int] = (9, 0)
+    sm_count: int = 132
+    max_threads_per_sm: int = 2048
+    l2_bytes: int = 50 * 2**20
+    clock_mhz: float = 1980.0
+    memory_clock_mhz: float = 3201.0
+    memory_bus_width: int = 6144
+    total_memory: int = 141 * 2**30
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
+
+
+H200 = FakeDevice()
+T4 = FakeDevice(name="Tesla T4", compute_capability=(7, 5), sm_count=40, max_threads_per_sm=1024,
+                l2_bytes=4 * 2**20, clock_mhz=1590.0, memory_clock_mhz=5001.0, memory_bus_width=256,
+                total_memory=15 * 2**30)
+NO_CLOCKS = FakeDevice(clock_mhz=0.0, memory_clock_mhz=0.0, memory_bus_width=0)
+
+MEASURED = {"tflops": {"fp32": 56.6, "fp16": 608.0}, "memory_gb_s": 4470.0}
+
+
+def _timing(ms: float, flops: float) -> object:
+    return summarize([ms] * 5, flops)
+
+
+# ---- theoretical peaks -------------------------------------------------------
+
+def test_theoretical_peaks_from_sms_and_clocks():
+    assert roof_tflops(H200, "fp32") == pytest.approx(132 * 128 * 2 * 1980e6 / 1e12)  # 66.9, the datasheet's 67
+    assert roof_tflops(H200, "fp16") == roof_tflops(H200, "bf16") == pytest.approx(132 * 4096 * 1980e6 / 1e12)
+    assert roof_tflops(H200, "tf32") == pytest.approx(roof_tflops(H200, "fp16") / 2)
+    assert roof_tflops(T4, "fp32") == pytest.approx(40 * 64 * 2 * 1590e6 / 1e12)  # 8.1
+    assert roof_tflops(NO_CLOCKS, "fp32") == 0.0  # unknown clock: no roof, nothing judged
+
+
+def test_memory_peak_is_double_data_rate_over_the_bus():
+    assert memory_peak_gb_s(H200) == pytest.approx(4917, rel=1e-3)  # H200: 4.8 TB/s
+    assert memory_peak_gb_s(T4) == pytest.approx(320, rel=1e-3)     # T4: 320 GB/s
+    assert memory_peak_gb_s(NO_CLOCKS) == 0.0
+
+
+# ---- times to rates ----------------------------------------------------------
+
+def test_times_become_rates():
+    assert rate_tflops(2 * 4096**3, 2.7) == pytest.approx(50.9, rel=1e-3)  # cuBLAS FP32 at 4096 on an H200
+    assert rate_tflops(1e12, 0.0) == 0.0
+    assert fma_flops(threads=1000, iters=10) == 2 * CHAINS * UNROLL * 10 * 1000
+    assert fma_flops(threads=1, iters=1, chains=4, unroll=2) == 16
+    assert copy_gb_s(1 << 30, 0.5) == pytest.approx(2 * (1 << 30) / 0.5e-3 / 1e9)  # read + written
+    assert copy_gb_s(1 << 30, 0.0) == 0.0
+
+
+def test_the_fma_benchmark_fills_every_sm_and_is_calibrated_to_its_target():
+    assert fma_blocks(132, 2048) == 132 * 8        # a full wave of 256-thread blocks
+    assert fma_blocks(40, 1024) == 40 * 4
+    assert fma_blocks(10, 256) == 20               # at least two blocks per SM
+    assert calibrated_iterations(1000, 2.0, target_ms=20.0) == 10000
+    assert calibrated_iterations(1000, 0.001, target_ms=20.0) == 64000  # grows at most 64x per step
+    assert calibrated_iterations(1000, 0.0) == 64000
+    assert calibrated_iterations(1000, 100.0, target_ms=20.0) == 200
+
+
+def test_sizes_of_the_copy_and_the_tensor_gemm():
+    assert copy_bytes(H200.total_memory, H200.l2_bytes) == 1 << 30
+    assert copy_bytes(2 * 2**30, 4 * 2**20) == 256 * 2**20       # an eighth of a small GPU
+    assert copy_bytes(2 * 2**30, 64 * 2**20) == 512 * 2**20      # always 8x past the L2
+    assert tensor_size(H200.total_memory) == 8192
+    assert tensor_size(2 * 2**30) == 4096                        # halved to fit a small GPU
+    assert tensor_size(512 * 2**20) == 2048
+    assert tensor_precisions((9, 0)) == ("fp16", "bf16", "tf32")
+    assert tensor_precisions((7, 5)) == ("fp16",)
+    assert tensor_precisions((6, 1)) == ()
+
+
+# ---- which roof a rate is reported against -----------------------------------
+
+def test_the_measured_roof_is_reported_when_there_is_one():
+    assert measured_tflops(MEASURED, "fp32") == 56.6 and measured_tflops(MEASURED, "tf32") is None
+    assert measured_tflops(None, "fp32") is None and measured_tflops({"tflops": {"fp32": 0}}, "fp32") is None
+    assert reported_roof("fp32", MEASURED, 66.9) == (56.6, "measured")
+    assert reported_roof("tf32", MEASURED, 268.0) == (268.0, "theoretical")
+    assert reported_roof("tf32", {}, 0.0) == (0.0, "none")
+
+
+def test_roof_facts_of_a_speed_check():
+    from pytest_gemm.performance import roof_facts
+
+    timing = _timing(2.7, 2 * 4096**3)
+    facts = roof_facts(H200, "fp32", timing, MEASURED)
+    assert facts["roof_kind"] == "measured" and facts["measured_roof_tflops"] == 56.6
+    assert facts["fraction_of_roof"] == pytest.approx(timing.tflops / 56.6)
+    assert facts["roof_tflops"] == pytest.approx(roof_tflops(H200, "fp32")) and facts["roofs"] is MEASURED
+    fallback = roof_facts(H200, "fp32", timing, {})
+    assert fallback["roof_kind"] == "theoretical" and fallback["measured_roof_tflops"] is None
+    assert fallback["fraction_of_roof"] == pytest.approx(timing.tflops / roof_tflops(H200, "fp32"))
+    assert fallback["roofs"] is None
+    json.dumps(facts)  # crosses the sandbox pipe
+
+
+# ---- what is physically impossible -------------------------------------------
+
+def test_the_ceilings_are_the_theoretical_peaks_with_the_measured_roofs_as_fallback():
+    limits = ceilings(H200, "fp32", MEASURED)
+    assert limits == Ceilings(roof_tflops(H200, "fp32"), memory_peak_gb_s(H200), H200.l2_bytes)
+    blind = ceilings(NO_CLOCKS, "fp32", MEASURED)
+    assert blind.tflops == pytest.approx(56.6 * MEASURED_HEADROOM)
+    assert blind.gb_s == pytest.approx(4470.0 * MEASURED_HEADROOM)
+    assert ceilings(NO_CLOCKS, "fp32", None) == Ceilings(0.0, 0.0, H200.l2_bytes)
+    slow_clock = FakeDevice(clock_mhz=500.0, memory_clock_mhz=1000.0)  # a device that under-reports its clocks
+    wrong = ceilings(slow_clock, "fp32", MEASURED)  # the measurements beat its peaks: they cannot judge
+    assert wrong.tflops == pytest.approx(56.6 * MEASURED_HEADROOM) and wrong.gb_s == pytest.approx(4470 * MEASURED_HEADROOM)
+
+
+def test_a_rate_above_the_theoretical_peak_is_impossible_even_below_the_measured_roof_headroom():
+    limits = ceilings(H200, "fp32", MEASURED)
+    flops = 2 * 4096**3
+    honest = _timing(2.7, flops)  # 50.9 TFLOP/s: above nothing
+    assert impossible_timing(honest, (4096, 4096, 4096), "fp32", limits) is None
+    cheat = _timing(flops / (1.2 * limits.tflops * 1e12) * 1e3, flops)  # 1.2x the FP32 peak
+    verdict = impossible_timing(cheat, (4096, 4096, 4096), "fp32", limits)
+    assert verdict is not None and "faster than this GPU's fp32 roof" in verdict[0] and "not ranked" in verdict[0]
+
+
+def test_a_time_below_the_memory_floor_is_impossible():
+    shape = (1, 8192, 8192)  # a GEMV: 256 MB of B to read, far past the L2, almost no FLOPs
+    moved = compulsory_bytes(shape, "fp32", H200.l2_bytes)
+    assert moved == pytest.approx(4 * (8192 + 8192 * 8192) + 4 * 8192 - 2 * H200.l2_bytes)
+    floor_ms = moved / (memory_peak_gb_s(H200) * 1e9) * 1e3
+    limits = ceilings(H200, "fp32")
+    flops = 2.0 * 8192 * 8192
+    assert impossible_timing(_timing(1.5 * floor_ms, flops), shape, "fp32", limits) is None
+    assert below_memory_floor(_timing(floor_ms / (0.99 * ROOF_MARGIN), flops), shape, "fp32", limits.gb_s,
+                              limits.l2_bytes) is None
+    verdict = impossible_timing(_timing(floor_ms / 3, flops), shape, "fp32", limits)
+    assert verdict is not None and "faster than this GPU's memory" in verdict[0] and "1x8192x8192" in verdict[0]
+    assert any("read" in d for d in verdict[1])
+
+
+def test_what_the_l2_may_hold_is_never_judged_and_half_inputs_move_half_the_bytes():
+    assert compulsory_bytes((512, 512, 512), "fp32", H200.l2_bytes) == 0.0  # fits in the L2: no floor
+    assert below_memory_floor(_timing(1e-6, 1.0), (512, 512, 512), "fp32", 4917.0, H200.l2_bytes) is None
+    assert compulsory_bytes((4096, 4096, 4096), "fp16") == 2 * 2 * 4096**2 + 4 * 4096**2
+    assert below_memory_floor(_timing(1e-6, 1.0), (4096,) * 3, "fp32", 0.0) is None  # unknown bandwidth
+
+
+# ---- measured roofs: several processes, one line -----------------------------
+
+def test_measurements_from_several_sandboxes_combine_to_their_median():
+    a = {"device": "H200", "tflops": {"fp32": 56.0, "fp16": 600.0}, "memory_gb_s": 4400.0,
+         "theoretical_tflops": {"fp32": 66.9}, "theoretical_memory_gb_s": 4917.0, "methods": {"fp32": "FMA"}}
+    b = dict(a, tflops={"fp32": 57.0, "fp16": 610.0}, memory_gb_s=4500.0)
+    c = dict(a, tflops={"fp32": 56.5}, memory_gb_s=4450.0)
+    combined = combine_roofs([a, None, b, {"errors": {"all": "x"}}, c])
+    assert combined is not None and combined["measurements"] == 3
+    assert combined["tflops"] == {"fp32": 56.5, "fp16": 605.0} and combined["memory_gb_s"] == 4450.0
+    assert combined["spread"]["fp32"] == pytest.approx(1.0 / 56.5)
+    assert combine_roofs([None, {}, {"errors": {}}]) is None
+    line = roofs_summary(combined)
+    assert line is not None and line.startswith("measured roofs (median of 3 processes): ")
+    assert "fp32 56.5 TFLOP/s (FMA, 84% of the 66.9 peak)" in line and "fp16 605.0 TFLOP/s (cuBLAS)" in line
+    assert "memory 4450 GB/s (91% of the 4917 peak)" in line
+    assert roofs_summary(None) is None
+
+
+def test_measured_roofs_are_measured_once_per_device_and_failures_are_kept(monkeypatch):
+    calls = []
+    monkeypatch.setattr(roofs, "_MEASURED", {})
+    monkeypatch.setattr(roofs, "_measure_fma", lambda device: calls.append("fma") or 55.0)
+    monkeypatch.setattr(roofs, "_measure_copy", lambda device: calls.append("copy") or 4400.0)
+    monkeypatch.setattr(roofs, "_free_memory", lambda: None)
+
+    def cublas(device, precision):
+        calls.append(precision)
+        if precision == "bf16":
+            raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED")
+        return {"fp16": 600.0, "tf32": 300.0}[precision]
+
+    monkeypatch.setattr(roofs, "_measure_cublas", cublas)
+    first = roofs.measured_roofs(H200)
+    assert first["tflops"] == {"fp32": 55.0, "fp16": 600.0, "tf32": 300.0} and first["memory_gb_s"] == 4400.0
+    assert "CUBLAS_STATUS_NOT_SUPPORTED" in first["errors"]["bf16"]
+    assert first["theoretical_tflops"]["fp32"] == pytest.approx(roof_tflops(H200, "fp32"))
+    assert set(first["methods"]) == {"fp32", "fp16", "bf16", "tf32", "memory"}
+    assert roofs.measured_roofs(H200) is first and calls == ["fma", "fp16", "bf16", "tf32", "copy"]
+    json.dumps(first)
+    roofs.measured_roofs(T4)  # another device: measured again, fp16 only below sm_80
+    assert calls[5:] == ["fma", "fp16", "copy"]
+
+
+def test_a_failed_measurement_leaves_the_speed_check_the_theoretical_peak(monkeypatch):
+    from pytest_gemm.performance import process_roofs
+
+    def broken(device):
+        raise RuntimeError("no cuda")
+
+    monkeypatch.setattr(roofs, "measured_roofs", broken)
+    assert process_roofs(H200)["errors"]["all"] == "RuntimeError: no cuda"
+    assert process_roofs(H200, measure=False) == {}
+    assert reported_roof("fp32", process_roofs(H200), 66.9) == (66.9, "theoretical")
+
+
+# ---- the FMA benchmark's source ----------------------------------------------
+
+def test_roofs_cu_is_package_data():
+    source = importlib.resources.files("pytest_gemm").joinpath("roofs.cu")
+    text = source.read_text()
+    assert "gemm_roof_fma" in text and "#ifndef CHAINS" in text and "#ifndef UNROLL" in text
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90"])
+def test_the_fma_benchmark_compiles_to_independent_fmas_with_no_spills(arch):
+    pytest.importorskip("cuda.bindings", reason="NVRTC not installed (install pytest-gemm[cuda12])")
+    from pytest_gemm.compiler import compile_for_arch
+    from pytest_gemm.contract import CudaKernel
+
+    path = importlib.resources.files("pytest_gemm").joinpath("roofs.cu")
+    kernel = CudaKernel(source=str(path), entry="gemm_roof_fma", block=(256,), tile=(1, 1),
+                        options=(f"-DCHAINS={CHAINS}", f"-DUNROLL={UNROLL}"), name="roof-fma")
+    ptx = compile_for_arch(kernel, arch, output="ptx").code.decode()
+    assert ptx.count("fma.rn.f32") == CHAINS * UNROLL  # the unrolled body: nothing folded or merged
+    cubin = compile_for_arch(kernel, arch)
+    assert cubin.resources.registers > 0 and cubin.resources.spills == 0
+
+
+# ---- the fidelity script (it needs a GPU to measure; its help and its pure parts do not) -------------
+
+def _fidelity():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gemm_fidelity", REPO / "tools" / "fidelity.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fidelity_script_has_help_and_needs_no_gpu_to_show_it():
+    result = subprocess.run([sys.executable, str(REPO / "tools" / "fidelity.py"), "--help"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "--processes" in result.stdout and "--calls" in result.stdout and "GPU" in result.stdout
+    assert "cupy" not in result.stderr.lower()
+
+
+def test_fidelity_summary_of_the_medians():
+    fidelity = _fidelity()
+    assert fidelity.relative_difference(2.75, 2.70) == pytest.approx(0.05 / 2.70)
+    spread = fidelity.median_spread([2.70, 2.72, 2.74, 2.71, 2.77])
+    assert spread["median_ms"] == 2.72 and spread["range"] == pytest.approx(0.07 / 2.72)
+    assert spread["min_ms"] == 2.70 and spread["max_ms"] == 2.77 and spread["stdev"] > 0
+    assert fidelity.median_spread([2.7])["stdev"] == 0.0
+
+
+# ---- the speed check with the GPU parts replaced --------------------------------------------
+
+class _NullStream:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _speed_check(monkeypatch, shape, kernel_ms, precision="fp32"):
+    """Run performance.check_speed on fakes: the kernel takes kernel_ms, cuBLAS 2.7 ms, roofs MEASURED."""
+    from types import SimpleNamespace
+
+    from pytest_gemm import performance
+
+    monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=SimpleNamespace(Stream=SimpleNamespace(null=_NullStream()))))
+    monkeypatch.setattr(roofs, "measured_roofs", lambda device: MEASURED)
+    monkeypatch.setattr(performance, "_problems", lambda precision, shape: ["inputs"])
+    flops = 2.0 * shape[0] * shape[1] * shape[2]
+    monkeypatch.setattr(performance, "_timed_run", lambda h, s, b, p=None: (_timing(kernel_ms, flops), lambda: None))
+    monkeypatch.setattr(performance, "time_cublas", lambda *a, **k: _timing(2.7, flops))
+    h = SimpleNamespace(kernel=SimpleNamespace(name="mine", precision=precision), device=H200)
+    facts: dict = {}
+    performance.check_speed(h, shape, facts.update, None)
+    return facts
+
+
+def test_the_speed_check_reports_the_fraction_of_the_measured_roof(monkeypatch):
+    facts = _speed_check(monkeypatch, (4096, 4096, 4096), 4.4)
+    assert facts["roof_kind"] == "measured" and facts["measured_roof_tflops"] == 56.6
+    assert facts["fraction_of_roof"] == pytest.approx(2 * 4096**3 / 4.4e-3 / 1e12 / 56.6)
+    assert facts["roof_tflops"] == pytest.approx(roof_tflops(H200, "fp32")) and facts["roofs"] is MEASURED
+    assert facts["fraction_of_cublas"] == pytest.approx(2.7 / 4.4)
+
+
+def test_the_speed_check_flags_a_time_below_the_memory_floor(monkeypatch):
+    from pytest_gemm.categories import TIMING_ESCAPE, GemmCheckFailure
+
+    with pytest.raises(GemmCheckFailure) as info:  # 256 MB of B in 10 us (only 13 TFLOP/s): 17 TB/s
+        _speed_check(monkeypatch, (1, 8192, 8192), 0.01)
+    assert info.value.category == TIMING_ESCAPE and "faster than this GPU's memory" in str(info.value)
+
+
+def test_the_speed_check_still_flags_a_rate_above_the_theoretical_peak(monkeypatch):
+    from pytest_gemm.categories import TIMING_ESCAPE, GemmCheckFailure
+
+    with pytest.raises(GemmCheckFailure) as info:  # 2 * 4096^3 in 1 ms: 137 TFLOP/s in FP32
+        _speed_check(monkeypatch, (4096, 4096, 4096), 1.0)
+    assert info.value.category == TIMING_ESCAPE and "faster than this GPU's fp32 roof (66.9 TFLOP/s)" in str(info.value)

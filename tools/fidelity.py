@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Fidelity of pytest-gemm's timing: does the harness measure what a plain event loop measures,
+and how much does its median move from one process to the next?
+
+Needs a GPU (CuPy, cuBLAS); the test suite never runs it (it only checks ``--help``). Run it
+on the machine whose numbers you want to trust, from a checkout (or with pytest-gemm
+installed):
+
+    python tools/fidelity.py                               # cuBLAS FP32 at 4096^3
+    python tools/fidelity.py --size 8192 --processes 5 --out fidelity.json
+
+It times cuBLAS FP32 (cublasGemmEx, COMPUTE_32F: the reference ladder's ``cublas-fp32``)
+at SIZE^3 on the speed check's exact-integer inputs, three ways:
+
+1. harness: the speed check's own path, ``pytest_gemm.performance._timed_run`` (CUDA
+   events around every call, the L2 flushed and the inputs rotated between calls, the last
+   output verified): its median per call.
+2. loop: an independent measurement: CALLS back-to-back calls between two events on one
+   set of buffers, no flush and no synchronisation in between; the time per call, LOOPS
+   loops, the median kept.
+3. processes: the harness median again in PROCESSES fresh processes, one after the other
+   (this script with ``--harness-only``), for the spread of the median from run to run.
+
+Output: readable lines on stderr, and one JSON object on stdout (also written to ``--out``):
+``{"device", "size", "harness": {...}, "loop": {...}, "relative_difference",
+"processes": {"medians", "median_ms", "min_ms", "max_ms", "range", "stdev"}}``.
+
+Reading it. ``relative_difference`` = harness median / loop median - 1. The loop keeps the
+L2 warm and hides the gaps between launches, so the harness is expected a little above it at
+a compute-bound size (on an H200 at 4096, a harness-style median of 2.708 ms against Nsight
+Compute's 2.68 ms per call: +1.0 %); a gap of several percent means the harness puts its own
+overhead inside the timed region. ``processes.range`` = (max - min) / median of the
+per-process medians (8 medians spanned 2.4 % on that H200): kernels whose ratios to cuBLAS
+differ by less than that cannot be told apart by one run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(REPO))
+
+
+# ---- pure: what the medians say ----------------------------------------------
+
+def relative_difference(harness_ms: float, loop_ms: float) -> float:
+    """harness / loop - 1 (0.01: the harness reads 1 % slower than the plain loop)."""
+    return harness_ms / loop_ms - 1.0 if loop_ms > 0 else float("nan")
+
+
+def median_spread(medians: Sequence[float]) -> dict[str, Any]:
+    """The spread of several medians: their median, extremes, range over the median, stdev."""
+    values = [float(v) for v in medians]
+    mid = statistics.median(values)
+    return {"medians": values, "median_ms": mid, "min_ms": min(values), "max_ms": max(values),
+            "range": (max(values) - min(values)) / mid if mid > 0 else float("nan"),
+            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0}
+
+
+# ---- GPU: the measurements -------------------------------------------------------
+
+def _device() -> Any:
+    from pytest_gemm.device import probe
+
+    found = probe()
+    if isinstance(found, str):
+        raise SystemExit(f"fidelity.py needs a GPU: {found}")
+    return found
+
+
+def harness_median(size: int, budget_s: float) -> dict[str, Any]:
+    """cuBLAS FP32 at size^3 through the speed check's harness (verified)."""
+    import cupy
+    import reference_kernels
+
+    from pytest_gemm.checks import harness_for
+    from pytest_gemm.performance import _timed_run
+
+    device = _device()
+    h = harness_for(reference_kernels.CUBLAS["fp32"], device)
+    with cupy.cuda.Stream.null:
+        timing, verify = _timed_run(h, (size, size, size), budget_s)
+        verify()
+    return {"median_ms": timing.median_ms, "min_ms": timing.min_ms, "spread": timing.spread,
+            "repeats": timing.repeats, "tflops": timing.tflops, "escaped_ms": timing.escaped_ms}
+
+
+def loop_median(size: int, calls: int, loops: int) -> dict[str, Any]:
+    """cuBLAS FP32 at size^3: ``calls`` back-to-back calls between two events, ``loops`` times."""
+    import cupy
+    import reference_kernels
+
+    from pytest_gemm.inputs import exact_inputs
+    from pytest_gemm.timing import gemm_flops
+
+    _device()
+    problem = exact_inputs(size, size, size, precision="fp32", seed=100)  # the harness's first input set
+    a, b = cupy.asarray(problem.a), cupy.asarray(problem.b)
+    c = cupy.empty((size, size), dtype=cupy.float32)
+    gemm = reference_kernels.CUBLAS["fp32"].fn
+    null = cupy.cuda.Stream.null
+    per_call: list[float] = []
+    with null:
+        for _ in range(3):
+            gemm(a, b, c)
+        cupy.cuda.runtime.deviceSynchronize()
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        for _ in range(loops):
+            start.record(null)
+            for _ in range(calls):
+                gemm(a, b, c)
+            end.record(null)
+            end.synchronize()
+            per_call.append(cupy.cuda.get_elapsed_time(start, end) / calls)
+    mid = statistics.median(per_call)
+    return {"calls": calls, "loops": loops, "per_call_ms": per_call, "median_ms": mid,
+            "tflops": gemm_flops(size, size, size) / (mid * 1e-3) / 1e12}
+
+
+def process_medians(size: int, budget_s: float, processes: int) -> list[float]:
+    """The harness median in ``processes`` fresh processes, one after the other."""
+    medians = []
+    for i in range(processes):
+        out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--harness-only",
+                              "--size", str(size), "--budget", str(budget_s)],
+                             capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            raise SystemExit(f"process {i + 1} of {processes} failed (exit {out.returncode}):\n{out.stderr[-2000:]}")
+        medians.append(float(json.loads(out.stdout.strip().splitlines()[-1])["median_ms"]))
+        print(f"  process {i + 1}/{processes}: harness median {medians[-1]:.4f} ms", file=sys.stderr)
+    return medians
+
+
+# ---- the command ---------------------------------------------------------------------
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="fidelity.py",
+        description="Needs a GPU. Times cuBLAS FP32 at SIZE^3 through pytest-gemm's harness "
+                    "(performance._timed_run: events per call, L2 flush, rotated inputs) and through a plain "
+                    "loop of CALLS back-to-back calls between two events; prints both medians and their "
+                    "relative difference, then the harness median in PROCESSES fresh processes (the spread "
+                    "of the median). One JSON object on stdout.",
+        epilog="See the module docstring for how to read the numbers.")
+    parser.add_argument("--size", type=int, default=4096, help="M = N = K (default 4096)")
+    parser.add_argument("--calls", type=int, default=100, help="calls per event-timed loop (default 100)")
+    parser.add_argument("--loops", type=int, default=5, help="event-timed loops; the median is kept (default 5)")
+    parser.add_argument("--processes", type=int, default=5,
+                        help="fresh processes that each report a harness median (default 5; 0 skips)")
+    parser.add_argument("--budget", type=float, default=1.0,
+                        help="seconds of timed GPU work per harness median, as the speed check (default 1.0)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON to this file")
+    parser.add_argument("--harness-only", action="store_true",
+                        help="print only this process's harness median as JSON (what --processes runs)")
+    args = parser.parse_args(argv)
+    if args.size < 1 or args.calls < 1 or args.loops < 1 or args.processes < 0 or args.budget <= 0:
+        parser.error("--size, --calls and --loops must be >= 1, --processes >= 0 and --budget > 0")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.harness_only:
+        print(json.dumps(harness_median(args.size, args.budget)))
+        return 0
+    device = _device()
+    size = args.size
+    print(f"cuBLAS FP32 at {size}^3 on {device.name} ({device.arch})", file=sys.stderr)
+    harness = harness_median(size, args.budget)
+    print(f"  harness: median {harness['median_ms']:.4f} ms over {harness['repeats']} calls "
+          f"(spread {100 * harness['spread']:.1f} %), {harness['tflops']:.2f} TFLOP/s", file=sys.stderr)
+    loop = loop_median(size, args.calls, args.loops)
+    print(f"  loop:    median {loop['median_ms']:.4f} ms per call ({args.loops} loops of {args.calls} calls), "
+          f"{loop['tflops']:.2f} TFLOP/s", file=sys.stderr)
+    diff = relative_difference(harness["median_ms"], loop["median_ms"])
+    print(f"  harness vs loop: {100 * diff:+.2f} %", file=sys.stderr)
+    result: dict[str, Any] = {"device": device.name, "arch": device.arch, "size": size, "precision": "fp32",
+                              "harness": harness, "loop": loop, "relative_difference": diff, "processes": None}
+    if args.processes:
+        spread = median_spread(process_medians(size, args.budget, args.processes))
+        result["processes"] = spread
+        print(f"  median over {args.processes} processes: {spread['median_ms']:.4f} ms, range "
+              f"{100 * spread['range']:.2f} %, stdev {spread['stdev']:.4f} ms", file=sys.stderr)
+    text = json.dumps(result, indent=2)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
