@@ -253,9 +253,17 @@ def _category(excinfo: Any) -> str | None:
     exc = excinfo.value
     if isinstance(exc, GemmCheckFailure):
         return exc.category
-    name = type(exc).__name__
-    if name in ("CUDARuntimeError", "CUDADriverError", "CUDARuntimeError_"):
+    if "CUDA" in type(exc).__name__:  # CuPy's CUDARuntimeError / CUDADriverError (in-process mode)
         return FAULT
+    return None
+
+
+def _outcome_message(call: pytest.CallInfo, report: pytest.TestReport) -> str | None:
+    """What a failed or skipped test said, for the records."""
+    if report.failed:
+        return str(call.excinfo.value) if call.excinfo else report.longreprtext[-2000:]
+    if report.skipped and call.excinfo is not None:
+        return str(getattr(call.excinfo.value, "msg", call.excinfo.value))
     return None
 
 
@@ -279,10 +287,9 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
         "kernel": str(kernel.name), "precision": kernel.precision, "check": check,
         "shape": shape, "params": extra, "outcome": report.outcome, "category": _category(call.excinfo),
     }
-    if report.failed:
-        record["message"] = str(call.excinfo.value) if call.excinfo else report.longreprtext[-2000:]
-    elif report.skipped and call.excinfo is not None:
-        record["message"] = str(getattr(call.excinfo.value, "msg", call.excinfo.value))
+    message = _outcome_message(call, report)
+    if message is not None:
+        record["message"] = message
     for name, value in item.user_properties:
         if name == "gemm_extra":
             record.update(json.loads(value))
@@ -293,12 +300,7 @@ def _annotate_graded_test(item: pytest.Item, call: pytest.CallInfo, report: pyte
     """A user's own test marked gemm_weight / gemm_visibility: its own Gradescope test."""
     from .gradescope import user_test_record
 
-    message = None
-    if report.failed:
-        message = str(call.excinfo.value) if call.excinfo else report.longreprtext[-2000:]
-    elif report.skipped and call.excinfo is not None:
-        message = str(getattr(call.excinfo.value, "msg", call.excinfo.value))
-    record = user_test_record(item, report.outcome, message, _category(call.excinfo))
+    record = user_test_record(item, report.outcome, _outcome_message(call, report), _category(call.excinfo))
     if record is not None:
         report.user_properties.append((GRADED_PROPERTY, json.dumps(record)))
 
@@ -329,16 +331,16 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
 def write_outputs(config: pytest.Config) -> None:
     if STATE not in config.stash or _is_xdist_worker(config):
         return
+    st = state(config)
     path = getattr(config.option, "gemm_report", None)
     if path:
         from .report import write_json_report
 
-        write_json_report(Path(path), state(config))
-    plot = getattr(config.option, "gemm_plot", None)
+        write_json_report(Path(path), st)
+    plot = st.plot
     if plot:
         from .plot import plot_ranking
 
-        st = state(config)
         try:
             what = plot_ranking(st.results, Path(plot))
             st.notes.append(f"--gemm-plot: {what} drawn to {plot}")
@@ -348,11 +350,9 @@ def write_outputs(config: pytest.Config) -> None:
     if gradescope:
         from .gradescope import write_results
 
-        st = state(config)
         write_results(Path(gradescope), st.results + st.graded, st.grading,
                       kernels=[str(k.name) for k in st.kernels] if st.user_kernels else None,
                       execution_time=time.monotonic() - st.started)
-
 
 
 def check_timeout(st: GemmState, shape: tuple[int, int, int], params: dict[str, Any] | None = None) -> float:
