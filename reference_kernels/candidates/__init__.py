@@ -1,0 +1,128 @@
+"""Candidates for the top of the ladder: kernels to be measured, not yet rungs.
+
+Nothing here is part of ``reference_kernels.LADDER``: a candidate becomes a rung
+only after ``tools/perf_candidates.py`` has shown on a GPU that it is bit-exact
+and worth ranking against. Two sources, each built several ways through ``-D``
+options (NOTES.md beside the ladder's README gives the reasoning and the
+predictions for each):
+
+``mma_fp16.cu`` (``gemm_mma_fp16``)
+    fp16 in, fp32 accumulate: inline-PTX ``mma.sync.m16n8k16``, operands from
+    padded shared memory through ``ldmatrix`` (``.trans`` for B), a
+    ``cp.async`` ring of 3 or 4 K slices of 32, fp32 pairs stored straight from
+    the accumulators. sm_80+.
+``sgemm.cu`` (``gemm_sgemm``)
+    FP32 FFMA only: 256 threads, warps 2 x 4, lanes 8 x 4, 8 x 8 or 8 x 16
+    outputs per lane in 4-wide column groups; the shared tiles filled either by
+    register prefetch into a double buffer (A transposed, "rp") or by a
+    ``cp.async`` ring ("cp", A as stored, read conflict-free through an odd
+    row pitch).
+
+Every candidate handles any M, N, K >= 1 (ragged edges zero-filled, scalar
+fallbacks when K or N is not a multiple of the vector width or a pointer is
+misaligned). Importing this package never imports CuPy or touches CUDA.
+"""
+from __future__ import annotations
+
+from pytest_gemm.contract import CudaKernel
+
+_AB = "A,B,C,M,N,K"
+
+MMA_BK = 32  # the K slice of mma_fp16.cu (fixed in the source)
+
+
+def mma_smem_bytes(bm: int, bn: int, stages: int) -> int:
+    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x (BK+8) + BK x (BN+8)) halves."""
+    return stages * (bm * (MMA_BK + 8) + MMA_BK * (bn + 8)) * 2
+
+
+def sgemm_smem_bytes(bm: int, bn: int, bk: int, fill: int, stages: int) -> int:
+    """Dynamic shared memory of sgemm.cu: per stage the A tile (transposed BK x (BM+4)
+    for fill 0, BM x (BK+4) for fill 1) and the B tile BK x BN, in floats; fill 0 has 2 stages."""
+    if fill == 0:
+        return 2 * (bk * (bm + 4) + bk * bn) * 4
+    return stages * (bm * (bk + 4) + bk * bn) * 4
+
+
+def _mma(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int) -> CudaKernel:
+    threads = (bm // wm) * (bn // wn) * 32
+    return CudaKernel(
+        source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
+        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages),
+        options=(f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}",
+                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}"),
+        name=f"mma-fp16-{bm}x{bn}x{MMA_BK}-s{stages}",
+    )
+
+
+def _sgemm(bn: int, bk: int, fill: int, stages: int, min_blocks: int) -> CudaKernel:
+    bm = 128
+    kind = "rp" if fill == 0 else "cp"
+    depth = 2 if fill == 0 else stages
+    return CudaKernel(
+        source="sgemm.cu", entry="gemm_sgemm", block=(256,), tile=(bm, bn),
+        signature=_AB, precision="fp32",
+        # cp.async needs sm_80; the register-prefetch fill runs wherever warptile.cu does.
+        min_cc=(7, 0) if fill == 0 else (8, 0),
+        shared_mem=sgemm_smem_bytes(bm, bn, bk, fill, depth),
+        options=(f"-DSG_BM={bm}", f"-DSG_BN={bn}", f"-DSG_BK={bk}", f"-DSG_FILL={fill}",
+                 f"-DSG_STAGES={depth}", f"-DSG_MIN_BLOCKS={min_blocks}"),
+        name=f"sgemm-{bm}x{bn}x{bk}-{kind}{depth}",
+    )
+
+
+# Tensor cores, fp16 in / fp32 out. 128 x 128: 8 warps of 64 x 32, 2 blocks per SM
+# wanted (<= 128 registers). 128 x 256: 8 warps of 64 x 64, 1 block per SM.
+mma_128x128_s3 = _mma(128, 128, 64, 32, stages=3, min_blocks=2)
+mma_128x128_s4 = _mma(128, 128, 64, 32, stages=4, min_blocks=2)
+mma_128x256_s3 = _mma(128, 256, 64, 64, stages=3, min_blocks=1)
+mma_128x256_s4 = _mma(128, 256, 64, 64, stages=4, min_blocks=1)
+
+# FP32 FFMA. 128 x 128 (8 x 8 per lane): 2 blocks per SM wanted; 128 x 256
+# (8 x 16 per lane, cuBLAS's per-thread work): 1 block per SM.
+sgemm_128x128x8_rp2 = _sgemm(128, 8, fill=0, stages=2, min_blocks=2)
+sgemm_128x128x16_cp2 = _sgemm(128, 16, fill=1, stages=2, min_blocks=2)
+sgemm_128x128x16_cp3 = _sgemm(128, 16, fill=1, stages=3, min_blocks=2)
+sgemm_128x256x8_rp2 = _sgemm(256, 8, fill=0, stages=2, min_blocks=1)
+sgemm_128x256x16_cp2 = _sgemm(256, 16, fill=1, stages=2, min_blocks=1)
+sgemm_128x256x8_cp3 = _sgemm(256, 8, fill=1, stages=3, min_blocks=1)
+
+MMA_CANDIDATES: list[CudaKernel] = [mma_128x128_s3, mma_128x128_s4, mma_128x256_s3, mma_128x256_s4]
+SGEMM_CANDIDATES: list[CudaKernel] = [
+    sgemm_128x128x8_rp2, sgemm_128x128x16_cp2, sgemm_128x128x16_cp3,
+    sgemm_128x256x8_rp2, sgemm_128x256x16_cp2, sgemm_128x256x8_cp3,
+]
+
+#: Every candidate by name (tensor-core ones first).
+CANDIDATES: dict[str, CudaKernel] = {str(k.name): k for k in [*MMA_CANDIDATES, *SGEMM_CANDIDATES]}
+
+#: One line per candidate: what it is, for tables and NOTES.md.
+DESIGNS: dict[str, str] = {
+    "mma-fp16-128x128x32-s3": "mma.sync m16n8k16 + ldmatrix, 8 warps of 64x32, cp.async ring of 3 K slices of 32",
+    "mma-fp16-128x128x32-s4": "the same, 4-slice ring",
+    "mma-fp16-128x256x32-s3": "mma.sync m16n8k16 + ldmatrix, 8 warps of 64x64, 3-slice ring, 1 block/SM",
+    "mma-fp16-128x256x32-s4": "the same, 4-slice ring",
+    "sgemm-128x128x8-rp2": "warptile layout (8x8/lane, A transposed), register prefetch, 2 shared buffers, 1 barrier per K=8 slice",
+    "sgemm-128x128x16-cp2": "8x8/lane, cp.async 2-slice ring, A untransposed (rows 8 apart per lane, odd pitch)",
+    "sgemm-128x128x16-cp3": "the same, 3-slice ring",
+    "sgemm-128x256x8-rp2": "8x16/lane (cuBLAS's work per thread), register prefetch, A transposed, 2 buffers",
+    "sgemm-128x256x16-cp2": "8x16/lane, cp.async 2-slice ring, A untransposed",
+    "sgemm-128x256x8-cp3": "8x16/lane, cp.async 3-slice ring of K=8 slices (cuBLAS's own tiling on this card is 256x128x8, 3 stages)",
+}
+
+
+def by_name(name: str) -> CudaKernel:
+    """The candidate called ``name``."""
+    try:
+        return CANDIDATES[name]
+    except KeyError:
+        raise KeyError(f"no candidate named {name!r}; valid names: {', '.join(CANDIDATES)}") from None
+
+
+__all__ = [
+    "CANDIDATES", "MMA_CANDIDATES", "SGEMM_CANDIDATES", "DESIGNS", "by_name",
+    "mma_smem_bytes", "sgemm_smem_bytes", "MMA_BK",
+    "mma_128x128_s3", "mma_128x128_s4", "mma_128x256_s3", "mma_128x256_s4",
+    "sgemm_128x128x8_rp2", "sgemm_128x128x16_cp2", "sgemm_128x128x16_cp3",
+    "sgemm_128x256x8_rp2", "sgemm_128x256x16_cp2", "sgemm_128x256x8_cp3",
+]

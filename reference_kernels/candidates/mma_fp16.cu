@@ -1,0 +1,421 @@
+// Candidate (not a ladder rung): tensor cores through inline PTX, fp16 in,
+// fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half,
+// C (M x N) row-major float. Any M, N, K >= 1.
+//
+// Parameters (-D, defaults in brackets):
+//   MMA_BM, MMA_BN   block tile of C [128, 128]; the K slice is BK = 32
+//   MMA_WM, MMA_WN   warp tile [64, 32]; warps = (BM/WM) x (BN/WN), threads = 32 x warps
+//   MMA_STAGES       depth of the cp.async ring in shared memory, 2..5 [3]
+//   MMA_MIN_BLOCKS   second __launch_bounds__ argument (resident blocks per SM wanted) [1]
+// Shared memory is dynamic: MMA_STAGES x (BM x (BK+8) + BK x (BN+8)) halves; the
+// exact figure is also exported as the constant gemm_mma_fp16_smem_bytes so the
+// Python declaration can be checked against it.
+//
+// Instruction: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (sm_80+).
+// Operand fragments come from shared memory through ldmatrix (A plain, B with
+// .trans because B is stored k-major, n contiguous). Index mappings, from the
+// PTX ISA figures for m16n8k16 with .f16 inputs (g = lane / 4 "groupID",
+// t = lane % 4 "threadID_in_group"):
+//
+//   A fragment, 4 x .b32 registers, each 2 halves (low half = lower column):
+//     a0 = A[g    ][2t, 2t+1]      a1 = A[g + 8][2t, 2t+1]
+//     a2 = A[g    ][2t+8, 2t+9]    a3 = A[g + 8][2t+8, 2t+9]
+//   B fragment, 2 x .b32 (low half = lower k):
+//     b0 = B[2t, 2t+1][g]          b1 = B[2t+8, 2t+9][g]
+//   C/D fragment, 4 x .f32:
+//     c0, c1 = C[g][2t, 2t+1]      c2, c3 = C[g + 8][2t, 2t+1]
+//
+//   ldmatrix.m8n8.x4.b16: lanes 8j .. 8j+7 give the 16-byte row addresses of
+//   8x8 matrix j (row r of matrix j from lane 8j + r); register j of lane l
+//   receives row l/4, columns 2(l%4), 2(l%4)+1 of matrix j. With .trans it
+//   receives the transpose: stored rows 2(l%4), 2(l%4)+1, column l/4.
+//
+//   A (16 x 16 at rows m0.., cols k0..): lane l points at
+//       row m0 + (l % 16), col k0 + (l / 16) * 8
+//     so matrix 0 = rows 0-7 / k 0-7   -> reg 0 = A[g][2t..]      = a0
+//        matrix 1 = rows 8-15 / k 0-7  -> reg 1 = A[g+8][2t..]    = a1
+//        matrix 2 = rows 0-7 / k 8-15  -> reg 2 = A[g][2t+8..]    = a2
+//        matrix 3 = rows 8-15 / k 8-15 -> reg 3 = A[g+8][2t+8..]  = a3
+//   B (16 k x 16 n at k0.., n0..), stored rows = k: lane l points at
+//       k row k0 + (l % 16), col n0 + (l / 16) * 8, and with .trans
+//        matrix 0 = k 0-7 / n 0-7   -> reg 0 = B[2t, 2t+1][g]     = b0 of n-tile n0
+//        matrix 1 = k 8-15 / n 0-7  -> reg 1 = B[2t+8, 2t+9][g]   = b1 of n-tile n0
+//        matrix 2 = k 0-7 / n 8-15  -> reg 2 = b0 of n-tile n0 + 8
+//        matrix 3 = k 8-15 / n 8-15 -> reg 3 = b1 of n-tile n0 + 8
+//
+// Shared layout (per stage): As[BM][A_LD] with A_LD = BK + 8 = 40 halves (80 B
+// rows), Bs[BK][B_LD] with B_LD = BN + 8 halves (272 B rows for BN = 128, 528 B
+// for BN = 256). Padding instead of a swizzle: the 8 row addresses of one 8x8
+// matrix are 80 B (A) or 272 / 528 B (B) apart, i.e. 16 B-slots 5, 17 or 33 apart
+// modulo the 8 slots of a 128-byte wavefront; 5, 17 and 33 are odd, so the 8 rows
+// land in 8 different slots: every ldmatrix phase is conflict-free. Rows stay
+// 16-byte aligned (80 = 5 x 16, 272 = 17 x 16, 528 = 33 x 16) for cp.async and
+// ldmatrix.
+//
+// Global -> shared: 16-byte cp.async.cg copies (8 halves), zero-filled (src-size
+// 0, nothing read) for chunks outside A or B; they need K % 8 == 0, N % 8 == 0
+// and 16-byte aligned A and B, so that a chunk is wholly inside or outside.
+// Otherwise ("scalar" fill) each half is loaded on its own with bounds checks
+// and the chunk is stored with one 16-byte st.shared; that path is synchronous
+// but uses the same ring and the same barriers.
+//
+// Pipeline (the protocol of pipeline.cu): the prologue commits STAGES-1 groups
+// (tiles 0 .. STAGES-2, a group may be empty). Iteration kt waits until at most
+// STAGES-2 groups are pending (committed so far: STAGES-1+kt, tile g in group
+// g, so tiles 0..kt have landed for this thread), then one __syncthreads makes
+// every thread's copies of tile kt visible AND proves every warp finished
+// computing tile kt-1, whose stage ((kt-1) % STAGES == (kt+STAGES-1) % STAGES)
+// the copies of tile kt+STAGES-1 issued next overwrite; then it commits (maybe
+// an empty group, keeping the count uniform) and computes tile kt.
+//
+// Epilogue straight from the accumulators: each lane writes float2 pairs
+// C[row][2t, 2t+1] (8-byte stores, one 32-byte sector per 4 lanes) when N is
+// even and C is 8-byte aligned, else single floats; every store is bounds-checked.
+
+#include <cuda_fp16.h>
+
+#ifndef MMA_BM
+#define MMA_BM 128
+#endif
+#ifndef MMA_BN
+#define MMA_BN 128
+#endif
+#ifndef MMA_WM
+#define MMA_WM 64
+#endif
+#ifndef MMA_WN
+#define MMA_WN 32
+#endif
+#ifndef MMA_STAGES
+#define MMA_STAGES 3
+#endif
+#ifndef MMA_MIN_BLOCKS
+#define MMA_MIN_BLOCKS 1
+#endif
+
+#define MMA_THREADS ((MMA_BM / MMA_WM) * (MMA_BN / MMA_WN) * 32)
+
+// Constants are enumerators, not constexpr variables: NVRTC would emit those as unused globals.
+enum : int {
+    BM = MMA_BM,
+    BN = MMA_BN,
+    BK = 32,
+    WM = MMA_WM,
+    WN = MMA_WN,
+    STAGES = MMA_STAGES,
+    WARPS_N = BN / WN,
+    NTHREADS = MMA_THREADS,
+    MI = WM / 16,          // m16 tiles per warp
+    NI = WN / 8,           // n8 tiles per warp
+    A_LD = BK + 8,         // halves per shared row of A
+    B_LD = BN + 8,         // halves per shared row of B
+    A_STAGE = BM * A_LD,   // halves per stage
+    B_STAGE = BK * B_LD,
+    SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * 2,
+    A_CHUNKS_ROW = BK / 8,                  // 16-byte chunks per row of the A tile
+    B_CHUNKS_ROW = BN / 8,                  // ... of the B tile
+    A_PASS = NTHREADS / A_CHUNKS_ROW,        // A rows one pass of all threads covers
+    B_PASS = NTHREADS / B_CHUNKS_ROW,        // B k rows one pass covers
+    A_CHUNKS = BM / A_PASS,                  // chunks per thread per stage
+    B_CHUNKS = BK / B_PASS,
+    A_DST_STEP = A_PASS * A_LD * 2,  // shared bytes from chunk i to chunk i+1
+    B_DST_STEP = B_PASS * B_LD * 2,
+};
+
+static_assert(BM % WM == 0 && BN % WN == 0, "the warp tile must divide the block tile");
+static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: 16-row A fragments, B loaded 16 columns per ldmatrix.x4");
+static_assert(STAGES >= 2 && STAGES <= 5, "MMA_STAGES must be 2..5");
+static_assert(NTHREADS % A_CHUNKS_ROW == 0 && BM % A_PASS == 0 && A_CHUNKS >= 1, "A tile chunks must spread evenly");
+static_assert(NTHREADS % B_CHUNKS_ROW == 0 && BK % B_PASS == 0 && B_CHUNKS >= 1, "B tile chunks must spread evenly");
+static_assert(((A_LD * 2 / 16) % 2 == 1) && ((B_LD * 2 / 16) % 2 == 1) && (A_LD * 2) % 16 == 0 && (B_LD * 2) % 16 == 0,
+              "padded rows must be an odd number of 16-byte slots (conflict-free ldmatrix, aligned cp.async)");
+
+typedef unsigned short u16;
+
+
+// Exported so a test can compare it with the declaration's shared_mem.
+extern "C" __constant__ int gemm_mma_fp16_smem_bytes = SMEM_BYTES;
+
+#if __CUDA_ARCH__ >= 800
+
+static __device__ __forceinline__ bool aligned16(const void* p)
+{
+    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
+}
+
+static __device__ __forceinline__ unsigned int smem_u32(const void* p)
+{
+    return static_cast<unsigned int>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared; bytes [srcBytes, 16) of the destination are zero
+// (srcBytes == 0: nothing is read).
+static __device__ __forceinline__ void cp_async16(unsigned int dst, const void* src, int srcBytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(srcBytes) : "memory");
+}
+
+static __device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int pending>
+static __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+static __device__ __forceinline__ void ldmatrix_x4(unsigned int (&r)[4], unsigned int addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
+static __device__ __forceinline__ void ldmatrix_x4_trans(unsigned int (&r)[4], unsigned int addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
+// d += a * b for one m16n8k16 tile.
+static __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned int (&a)[4], unsigned int b0,
+                                                 unsigned int b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Eight halves rowPtr[col .. col+7] as a uint4 (low half = lower column), zero
+// where the row is out or col + q >= limit. rowPtr is only dereferenced in range.
+static __device__ __forceinline__ uint4 load8_scalar(const u16* rowPtr, int col, int limit, bool rowIn)
+{
+    unsigned int w[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const unsigned int lo = (rowIn && col + 2 * q < limit) ? rowPtr[col + 2 * q] : 0u;
+        const unsigned int hi = (rowIn && col + 2 * q + 1 < limit) ? rowPtr[col + 2 * q + 1] : 0u;
+        w[q] = lo | (hi << 16);
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+#endif  // __CUDA_ARCH__ >= 800
+
+extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_MIN_BLOCKS)
+gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, float* __restrict__ C,
+              int M, int N, int K)
+{
+#if __CUDA_ARCH__ >= 800
+    extern __shared__ __align__(128) unsigned char smem[];
+    u16* As = reinterpret_cast<u16*>(smem);  // STAGES x [BM][A_LD]
+    u16* Bs = As + STAGES * A_STAGE;         // STAGES x [BK][B_LD]
+    const u16* A = reinterpret_cast<const u16*>(Ah);
+    const u16* B = reinterpret_cast<const u16*>(Bh);
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int warp = tid >> 5;
+    const int warpRow = (warp / WARPS_N) * WM;  // warp tile origin inside the block tile
+    const int warpCol = (warp % WARPS_N) * WN;
+    const int blockRow = blockIdx.y * BM;
+    const int blockCol = blockIdx.x * BN;
+    const int kTiles = (K + BK - 1) / BK;
+
+    const bool vec = (K % 8 == 0) && (N % 8 == 0) && aligned16(A) && aligned16(B);
+    // The whole block tile inside C: every chunk of a K slice that ends by K is in range.
+    const bool interior = vec && blockRow + BM <= M && blockCol + BN <= N;
+
+    // ---- fill mapping ----------------------------------------------------------
+    // Chunk c = tid + i * NTHREADS of a tile (16 bytes = 8 halves). Because
+    // NTHREADS is a multiple of the chunks per row, chunk i of a thread is chunk 0
+    // moved down by i * (rows per pass): same column, rows + i * A_PASS / B_PASS.
+    //   A tile (BM x BK):  row aRow + i*A_PASS, halves aK .. aK+7 of the K slice
+    //   B tile (BK x BN):  k row bRow + i*B_PASS, columns bCol .. bCol+7
+    const int aRow = tid / A_CHUNKS_ROW;
+    const int aK = (tid % A_CHUNKS_ROW) * 8;
+    const int bRow = tid / B_CHUNKS_ROW;
+    const int bCol = blockCol + (tid % B_CHUNKS_ROW) * 8;  // global column
+    const bool bColIn = bCol < N;                           // N % 8 == 0 (vec): the chunk is all in or all out
+    const unsigned int aDst = static_cast<unsigned int>((aRow * A_LD + aK) * 2);                            // + i * A_DST_STEP
+    const unsigned int bDst = static_cast<unsigned int>((bRow * B_LD + (tid % B_CHUNKS_ROW) * 8) * 2);      // + i * B_DST_STEP
+    const size_t aPass = static_cast<size_t>(A_PASS) * K;   // elements from chunk i to chunk i+1 in A
+    const size_t bPass = static_cast<size_t>(B_PASS) * N;   // ... in B
+    const size_t bTile = static_cast<size_t>(BK) * N;       // ... from one K slice to the next in B
+    // Chunk 0 of the next K slice to be loaded (k0 = kNext). These pointers may
+    // point outside A or B (rows past M, k past K); they are dereferenced only
+    // when the chunk is in range.
+    const u16* aNext = A + static_cast<size_t>(blockRow + aRow) * K + aK;
+    const u16* bNext = B + static_cast<size_t>(bRow) * N + bCol;
+    int kNext = 0;
+
+    const unsigned int aSmem = smem_u32(As);
+    const unsigned int bSmem = smem_u32(Bs);
+
+    // Issue the copies of the next K slice (tiles are loaded in order 0, 1, 2, ...)
+    // into ring stage `stage`, then advance to the slice after it.
+    auto load_next = [&](int stage) {
+        const int k0 = kNext;
+        const unsigned int aStage = aSmem + static_cast<unsigned int>(stage * A_STAGE * 2) + aDst;
+        const unsigned int bStage = bSmem + static_cast<unsigned int>(stage * B_STAGE * 2) + bDst;
+        if (interior && k0 + BK <= K) {
+            // Every chunk in range: the common case of a large aligned problem.
+#pragma unroll
+            for (int i = 0; i < A_CHUNKS; ++i) {
+                cp_async16(aStage + i * A_DST_STEP, aNext + i * aPass, 16);
+            }
+#pragma unroll
+            for (int i = 0; i < B_CHUNKS; ++i) {
+                cp_async16(bStage + i * B_DST_STEP, bNext + i * bPass, 16);
+            }
+        } else if (vec) {
+            // K % 8 == 0 and N % 8 == 0: each chunk is wholly in or out; out -> zero-filled.
+#pragma unroll
+            for (int i = 0; i < A_CHUNKS; ++i) {
+                const bool in = blockRow + aRow + i * A_PASS < M && k0 + aK < K;
+                cp_async16(aStage + i * A_DST_STEP, in ? static_cast<const void*>(aNext + i * aPass) : A, in ? 16 : 0);
+            }
+#pragma unroll
+            for (int i = 0; i < B_CHUNKS; ++i) {
+                const bool in = bColIn && k0 + bRow + i * B_PASS < K;
+                cp_async16(bStage + i * B_DST_STEP, in ? static_cast<const void*>(bNext + i * bPass) : B, in ? 16 : 0);
+            }
+        } else {
+            // Unaligned K or N (or pointers): one half at a time, zero outside, then
+            // a 16-byte st.shared. Synchronous, but in the same ring and protocol.
+            unsigned char* aDstPtr = smem + stage * A_STAGE * 2 + aDst;
+            unsigned char* bDstPtr = smem + (STAGES * A_STAGE + stage * B_STAGE) * 2 + bDst;
+#pragma unroll
+            for (int i = 0; i < A_CHUNKS; ++i) {
+                const int row = blockRow + aRow + i * A_PASS;
+                const bool rowIn = row < M;
+                const u16* rowPtr = A + static_cast<size_t>(rowIn ? row : 0) * K;
+                *reinterpret_cast<uint4*>(aDstPtr + i * A_DST_STEP) = load8_scalar(rowPtr, k0 + aK, K, rowIn);
+            }
+#pragma unroll
+            for (int i = 0; i < B_CHUNKS; ++i) {
+                const int kr = k0 + bRow + i * B_PASS;
+                const bool kIn = kr < K;
+                const u16* rowPtr = B + static_cast<size_t>(kIn ? kr : 0) * N;
+                *reinterpret_cast<uint4*>(bDstPtr + i * B_DST_STEP) = load8_scalar(rowPtr, bCol, N, kIn);
+            }
+        }
+        aNext += BK;
+        bNext += bTile;
+        kNext += BK;
+    };
+
+    // ---- per-lane ldmatrix addresses (bytes, stage 0, kk = 0) --------------
+    // A: row warpRow + mi*16 + (lane % 16), col (lane / 16) * 8; + mi*16*A_LD*2, + kk*16*2.
+    const unsigned int aFrag = static_cast<unsigned int>(((warpRow + (lane & 15)) * A_LD + (lane >> 4) * 8) * 2);
+    // B: k row (lane % 16), col warpCol + nj*16 + (lane / 16) * 8; + nj*16*2, + kk*16*B_LD*2.
+    const unsigned int bFrag = static_cast<unsigned int>(((lane & 15) * B_LD + warpCol + (lane >> 4) * 8) * 2);
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                acc[mi][ni][q] = 0.0f;
+            }
+        }
+    }
+
+    // ---- prologue: tiles 0 .. STAGES-2, one group each ----------------------
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < kTiles) {
+            load_next(s);  // tile s
+        }
+        cp_async_commit();
+    }
+
+    int readStage = 0;             // kt % STAGES
+    int writeStage = STAGES - 1;   // (kt + STAGES - 1) % STAGES
+    for (int kt = 0; kt < kTiles; ++kt) {
+        cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt have landed
+        __syncthreads();              // everyone's have, and everyone is done with tile kt-1
+
+        if (kt + STAGES - 1 < kTiles) {
+            load_next(writeStage);  // tile kt + STAGES - 1
+        }
+        cp_async_commit();
+
+        const unsigned int aStage = aSmem + static_cast<unsigned int>(readStage * A_STAGE * 2) + aFrag;
+        const unsigned int bStage = bSmem + static_cast<unsigned int>(readStage * B_STAGE * 2) + bFrag;
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            unsigned int af[MI][4];
+            unsigned int bf[NI][2];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                ldmatrix_x4(af[mi], aStage + static_cast<unsigned int>((mi * 16 * A_LD + kk * 16) * 2));
+            }
+#pragma unroll
+            for (int nj = 0; nj < NI / 2; ++nj) {
+                unsigned int r[4];
+                ldmatrix_x4_trans(r, bStage + static_cast<unsigned int>((kk * 16 * B_LD + nj * 16) * 2));
+                bf[2 * nj][0] = r[0];
+                bf[2 * nj][1] = r[1];
+                bf[2 * nj + 1][0] = r[2];
+                bf[2 * nj + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) {
+                    mma_16816(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+                }
+            }
+        }
+
+        readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
+        writeStage = writeStage + 1 == STAGES ? 0 : writeStage + 1;
+    }
+    cp_async_wait<0>();  // only empty groups can remain; leave nothing in flight
+
+    // ---- epilogue: acc[mi][ni] = C[r0 + g, r0 + g + 8][c0 + 2t, c0 + 2t + 1] --
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    const bool pairs = (N % 2 == 0) && ((reinterpret_cast<unsigned long long>(C) & 7ull) == 0);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = blockRow + warpRow + mi * 16 + g + h * 8;
+            if (row >= M) {
+                continue;
+            }
+            float* cRow = C + static_cast<size_t>(row) * N;
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                const int col = blockCol + warpCol + ni * 8 + 2 * t;
+                const float v0 = acc[mi][ni][2 * h];
+                const float v1 = acc[mi][ni][2 * h + 1];
+                if (pairs) {
+                    if (col < N) {  // col even, N even: col + 1 < N too
+                        *reinterpret_cast<float2*>(cRow + col) = make_float2(v0, v1);
+                    }
+                } else {
+                    if (col < N) {
+                        cRow[col] = v0;
+                    }
+                    if (col + 1 < N) {
+                        cRow[col + 1] = v1;
+                    }
+                }
+            }
+        }
+    }
+#endif
+    // Below sm_80 there is no mma.m16n8k16 / cp.async; min_cc (8, 0) keeps this
+    // entry from being launched there.
+}
