@@ -102,32 +102,36 @@ def gemm_case(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture
-def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[[], dict]:
-    """Runs ``gemm_case``'s check on its kernel (in the kernel's sandbox process) and records
-    the facts it reports. Skips when there is no GPU or the GPU is below the kernel's min_cc."""
+def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., dict]:
+    """``run(params=None)`` runs ``gemm_case``'s check on its kernel (in the kernel's sandbox
+    process) and records the facts it reports; ``params`` replaces the case's parameters.
+    Skips when there is no GPU or the GPU is below the kernel's min_cc."""
     import json
 
     from .session import run_in_sandbox, state
 
-    device = require_device()
     kernel = gemm_case.kernel
-    if not device.supports(tuple(kernel.min_cc)):
-        major, minor = kernel.min_cc
-        pytest.skip(f"kernel {kernel.name!r} needs compute capability {major}.{minor} (min_cc); "
-                    f"this GPU ({device.name}) is {device.compute_capability[0]}.{device.compute_capability[1]}")
 
-    def run() -> dict:
+    def record(facts: dict) -> None:
+        request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
+
+    def run(params: dict | None = None) -> dict:
+        device = require_device()
+        if not device.supports(tuple(kernel.min_cc)):
+            major, minor = kernel.min_cc
+            pytest.skip(f"kernel {kernel.name!r} needs compute capability {major}.{minor} (min_cc); "
+                        f"this GPU ({device.name}) is {device.compute_capability[0]}.{device.compute_capability[1]}")
         try:
-            facts = run_in_sandbox(request.config, kernel, gemm_case.check, gemm_case.shape, gemm_case.params)
+            facts = run_in_sandbox(request.config, kernel, gemm_case.check, gemm_case.shape,
+                                   gemm_case.params if params is None else params)
         except BaseException as exc:
-            facts = getattr(exc, "facts", None)
-            if facts:
-                request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
+            if getattr(exc, "facts", None):
+                record(exc.facts)  # type: ignore[attr-defined]  # what was measured before the failure
             raise
-        if facts.get("timing") and state(request.config).gpu_shared:
+        if (facts.get("timing") or facts.get("sweep")) and state(request.config).gpu_shared:
             facts["gpu_shared"] = True  # another xdist worker may have used this GPU meanwhile
         if facts:
-            request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
+            record(facts)
         return facts
 
     return run
