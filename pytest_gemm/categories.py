@@ -66,3 +66,8 @@ __all__ = [
     "WRONG_VALUES", "UNWRITTEN_OUTPUT", "OUT_OF_BOUNDS_WRITE", "INPUT_MODIFIED", "NONDETERMINISTIC",
     "PRECISION_TOO_LOW", "FAULT", "TIMEOUT", "COMPILE_ERROR", "LAUNCH_ERROR", "TIMING_ESCAPE", "STALE_OUTPUT",
 ]
+
+
+def is_cuda_error(exc: BaseException) -> bool:
+    """An error raised by CUDA itself (CuPy's CUDARuntimeError, CUDADriverError, ...)."""
+    return "CUDA" in type(exc).__name__ or "cuda" in type(exc).__module__

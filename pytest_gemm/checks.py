@@ -43,8 +43,7 @@ def _run(h: Harness, problem: Any, **kwargs: Any) -> LaunchResult:
     try:
         return h.run(problem, **kwargs)
     except Exception as exc:
-        name = type(exc).__name__
-        if "CUDA" not in name and "cuda" not in type(exc).__module__:
+        if not cat.is_cuda_error(exc):
             raise
         text = str(exc)
         category = cat.LAUNCH_ERROR if any(s in text for s in (
@@ -109,12 +108,12 @@ def check_coverage(h: Harness, shape: Shape) -> None:
     """C is poisoned before the launch; every element must be overwritten."""
     import cupy
 
-    from .diagnose import POISON_BITS, diagnose
+    from .diagnose import diagnose, unwritten_mask
     from .inputs import exact_inputs
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=1)
     result = _run(h, problem)
-    if not bool((result.c.view(cupy.uint32) == POISON_BITS).any()):
+    if not bool(unwritten_mask(result.c, xp=cupy).any()):
         return
     d = diagnose(_to_numpy(result.c), _to_numpy(_reference_f32(problem)), tile=_tile(h.kernel))
     raise GemmCheckFailure(cat.UNWRITTEN_OUTPUT, d.summary if d else "some outputs were never written",

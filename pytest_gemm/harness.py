@@ -14,6 +14,7 @@ import numpy as np
 
 from .contract import GemmKernel
 from .device import GemmDevice
+from .diagnose import poison
 from .inputs import GemmProblem
 from .launch import LoadedKernel, load
 
@@ -89,12 +90,6 @@ class LaunchResult:
     b_changed: tuple[int, tuple[int, ...] | None]
 
 
-def poison_bits() -> int:
-    from .diagnose import POISON_BITS
-
-    return POISON_BITS
-
-
 class Harness:
     """Launches one kernel on guarded buffers."""
 
@@ -108,7 +103,7 @@ class Harness:
         a = GuardedMatrix(problem.a, _guard_bytes(1, problem.a.itemsize * k))
         b = GuardedMatrix(problem.b, _guard_bytes(1, problem.b.itemsize * n))
         if c_init is None:
-            c_init = np.full((m, n), poison_bits(), dtype=np.uint32).view(np.float32)
+            c_init = poison((m, n))
         c = GuardedMatrix(c_init.astype(np.float32), _guard_bytes(1, 4 * n))
         return a, b, c
 

@@ -26,7 +26,8 @@ from typing import Any, Callable
 from . import categories as cat
 from .cases import Shape, shape_str
 from .categories import GemmCheckFailure
-from .harness import Harness, poison_bits
+from .diagnose import POISON_BITS
+from .harness import Harness
 from .roofs import ceilings, impossible_timing, reported_roof, roof_tflops
 from .timing import TimingResult, escape_verdict, escaped_work, gemm_flops, time_gpu
 
@@ -54,7 +55,7 @@ def _timed_run(h: Harness, shape: Shape, budget_s: float,
         problems = _problems(h.kernel.precision, shape)
     buffers = [h.upload(p) for p in problems[:ROTATE]]
     sources = [(cupy.asarray(p.a), cupy.asarray(p.b)) for p in problems]
-    poison = cupy.uint32(poison_bits())
+    poison = cupy.uint32(POISON_BITS)
     state = {"call": -1, "slot": 0, "data": 0}  # warm-up calls use buffers[0], which holds problems[0]
 
     def before() -> None:
@@ -129,6 +130,21 @@ def roof_facts(device: Any, precision: str, timing: TimingResult, measured: dict
             "roofs": measured or None}
 
 
+def reject_escaped_work(timing: TimingResult, limits: Any, precision: str, where: str = "") -> None:
+    """timing_escape when work was still running after the timed region ended."""
+    if escaped_work(timing) is not None:
+        summary, details = escape_verdict(timing, limits.tflops, precision)  # type: ignore[misc]
+        raise GemmCheckFailure(cat.TIMING_ESCAPE, where + summary, details)
+
+
+def reject_impossible_timing(timing: TimingResult, shape: Shape, precision: str, limits: Any,
+                             where: str = "") -> None:
+    """timing_escape for a time the hardware cannot deliver (arithmetic or memory roof)."""
+    impossible = impossible_timing(timing, shape, precision, limits)
+    if impossible is not None:
+        raise GemmCheckFailure(cat.TIMING_ESCAPE, where + impossible[0], impossible[1])
+
+
 def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], None],
                 min_fraction: float | None, budget_s: float = 1.0, measure_roofs: bool = True) -> None:
     """Judged in this order: work escaping the timed region (its output is then unordered
@@ -145,16 +161,12 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         timing, verify = _timed_run(h, shape, budget_s, problems)
         record(dict({"timing": dict(timing.as_dict(), shape=list(shape))},
                     **roof_facts(h.device, precision, timing, measured)))
-        if escaped_work(timing) is not None:
-            summary, details = escape_verdict(timing, limits.tflops, precision)  # type: ignore[misc]
-            raise GemmCheckFailure(cat.TIMING_ESCAPE, summary, details)
+        reject_escaped_work(timing, limits, precision)
         verify()
         cublas = time_cublas(precision, shape, h.device, budget_s, problems)
     fraction = cublas.median_ms / timing.median_ms if timing.median_ms > 0 else 0.0
     record({"cublas": cublas.as_dict(), "fraction_of_cublas": fraction})
-    impossible = impossible_timing(timing, shape, precision, limits)
-    if impossible is not None:
-        raise GemmCheckFailure(cat.TIMING_ESCAPE, impossible[0], impossible[1])
+    reject_impossible_timing(timing, shape, precision, limits)
     if min_fraction is not None and fraction < min_fraction:
         raise AssertionError(f"{h.kernel.name!r} runs at {fraction:.3f} of cuBLAS {precision} at "
                              f"{shape_str(shape)} ({timing.tflops:.2f} vs {cublas.tflops:.2f} TFLOP/s); "

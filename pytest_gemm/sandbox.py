@@ -274,7 +274,7 @@ def _child(read_fd: int, write_fd: int) -> None:
                       "details": ["a kernel must return, not end the process; later checks run in a "
                                   "fresh process"], "facts": facts, "restart": True})
                 return
-            cuda = "CUDA" in type(exc).__name__ or "cuda" in type(exc).__module__
+            cuda = cat.is_cuda_error(exc)
             category = cat.FAULT if cuda else cat.LAUNCH_ERROR
             where = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             send({"status": "fail", "category": category,

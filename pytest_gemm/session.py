@@ -248,12 +248,12 @@ def check_requirements(item: pytest.Item) -> None:
 def _category(excinfo: Any) -> str | None:
     if excinfo is None:
         return None
-    from .categories import FAULT, GemmCheckFailure
+    from .categories import FAULT, GemmCheckFailure, is_cuda_error
 
     exc = excinfo.value
     if isinstance(exc, GemmCheckFailure):
         return exc.category
-    if "CUDA" in type(exc).__name__:  # CuPy's CUDARuntimeError / CUDADriverError (in-process mode)
+    if is_cuda_error(exc):  # in-process mode: CuPy's CUDARuntimeError / CUDADriverError
         return FAULT
     return None
 

@@ -219,13 +219,10 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     import pytest
     import reference_kernels
 
-    from . import categories as cat
     from .cases import skip_reason
-    from .categories import GemmCheckFailure
     from .checks import harness_for
-    from .performance import _problems, _timed_run, process_roofs
-    from .roofs import ceilings, impossible_timing
-    from .timing import escape_verdict, escaped_work
+    from .performance import _problems, _timed_run, process_roofs, reject_escaped_work, reject_impossible_timing
+    from .roofs import ceilings
 
     precision = h.kernel.precision
     measured = process_roofs(h.device, measure_roofs)
@@ -249,14 +246,10 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
                     continue
                 timing, verify = _timed_run(h, shape, budget_s, problems)
                 timings[who] = timing
-                if escaped_work(timing) is not None:
-                    summary, details = escape_verdict(timing, limits.tflops, precision)  # type: ignore[misc]
-                    raise GemmCheckFailure(cat.TIMING_ESCAPE, f"sweep at {shape_str(shape)}: {summary}", details)
+                where = f"sweep at {shape_str(shape)}: "
+                reject_escaped_work(timing, limits, precision, where)
                 verify()
-                impossible = impossible_timing(timing, shape, precision, limits)
-                if impossible is not None:
-                    raise GemmCheckFailure(cat.TIMING_ESCAPE, f"sweep at {shape_str(shape)}: {impossible[0]}",
-                                           impossible[1])
+                reject_impossible_timing(timing, shape, precision, limits, where)
         return sweep_entry(shape, timings["kernel"], timings["cublas"])
 
     for shape, first in plan:
