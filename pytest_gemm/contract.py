@@ -125,6 +125,14 @@ class CudaKernel:
         if self.name is None:
             self.name = self.entry
         self.options = tuple(self.options)
+        # The normal form now (block of 3, tile of 2), so validate() never changes how a
+        # declaration compares or prints; a bad value is left for validate() to report.
+        for attr, length in (("block", 3), ("tile", 2)):
+            if getattr(self, attr) is not None:
+                try:
+                    setattr(self, attr, _int_tuple(getattr(self, attr), length, attr))
+                except GemmSpecError:
+                    pass
 
     # -- validation -------------------------------------------------------
     def validate(self) -> None:
