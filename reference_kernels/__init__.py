@@ -75,10 +75,36 @@ cpasync2 = _cpasync(2)
 cpasync3 = _cpasync(3)
 cpasync4 = _cpasync(4)
 
+MMA_BK = 32  # the K slice of mma_fp16.cu (fixed in the source)
+
+
+def mma_smem_bytes(bm: int, bn: int, stages: int) -> int:
+    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x (BK+8) + BK x (BN+8)) halves."""
+    return stages * (bm * (MMA_BK + 8) + MMA_BK * (bn + 8)) * 2
+
+
+def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
+                    name: str | None = None) -> CudaKernel:
+    """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
+    ring of ``stages`` K slices (the rung below, and the variants in ``candidates``)."""
+    threads = (bm // wm) * (bn // wn) * 32
+    return CudaKernel(
+        source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
+        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages),
+        options=(f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}",
+                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}"),
+        name=name or f"mma-fp16-{bm}x{bn}x{MMA_BK}-s{stages}",
+    )
+
+
+# The top tensor-core rung: mma.sync m16n8k16 through ldmatrix, 8 warps of 64 x 64 on a
+# 128 x 256 block tile, a 4-slice cp.async ring (reference_kernels/NOTES.md: the variants measured).
+mma_fp16 = mma_fp16_kernel(128, 256, 64, 64, stages=4, min_blocks=1, name="mma-fp16")
+
 #: The CUDA rungs, in ladder order.
 CUDA_RUNGS: list[CudaKernel] = [
     naive_rows, naive_coalesced, tiled16, tiled32, regtile1d, regtile2d, vectorized, warptile,
-    wmma_fp16, wmma_bf16, pipeline_sync, cpasync2, cpasync3, cpasync4,
+    wmma_fp16, wmma_bf16, mma_fp16, pipeline_sync, cpasync2, cpasync3, cpasync4,
 ]
 
 #: The cuBLAS baseline for each precision.
@@ -104,6 +130,6 @@ def by_name(name: str) -> CudaKernel | PyKernel:
 __all__ = [
     "LADDER", "CUDA_RUNGS", "CUBLAS", "by_name",
     "naive_rows", "naive_coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
-    "warptile", "wmma_fp16", "wmma_bf16", "pipeline_sync", "cpasync2", "cpasync3", "cpasync4",
-    "cublas_fp32", "cublas_tf32", "cublas_fp16", "cublas_bf16",
+    "warptile", "wmma_fp16", "wmma_bf16", "mma_fp16", "pipeline_sync", "cpasync2", "cpasync3", "cpasync4",
+    "cublas_fp32", "cublas_tf32", "cublas_fp16", "cublas_bf16", "mma_fp16_kernel", "mma_smem_bytes", "MMA_BK",
 ]

@@ -25,7 +25,7 @@ from pytest_gemm.contract import CudaKernel, PyKernel
 
 LADDER_NAMES = [
     "naive-rows", "naive-coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
-    "warptile", "wmma-fp16", "wmma-bf16", "pipeline-sync", "cpasync2", "cpasync3", "cpasync4",
+    "warptile", "wmma-fp16", "wmma-bf16", "mma-fp16", "pipeline-sync", "cpasync2", "cpasync3", "cpasync4",
     "cublas-fp32", "cublas-tf32", "cublas-fp16", "cublas-bf16",
 ]
 CPASYNC = [k for k in reference_kernels.CUDA_RUNGS if k.name.startswith("cpasync")]

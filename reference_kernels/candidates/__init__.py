@@ -6,7 +6,7 @@ and worth ranking against. Two sources, each built several ways through ``-D``
 options (NOTES.md beside the ladder's README gives the reasoning and the
 predictions for each):
 
-``mma_fp16.cu`` (``gemm_mma_fp16``)
+``../mma_fp16.cu`` (``gemm_mma_fp16``; its 128 x 256, 4-slice build is the rung ``mma-fp16``)
     fp16 in, fp32 accumulate: inline-PTX ``mma.sync.m16n8k16``, operands from
     padded shared memory through ``ldmatrix`` (``.trans`` for B), a
     ``cp.async`` ring of 3 or 4 K slices of 32, fp32 pairs stored straight from
@@ -25,16 +25,9 @@ misaligned). Importing this package never imports CuPy or touches CUDA.
 from __future__ import annotations
 
 from pytest_gemm.contract import CudaKernel
+from reference_kernels import MMA_BK, mma_fp16_kernel, mma_smem_bytes
 
 _AB = "A,B,C,M,N,K"
-
-MMA_BK = 32  # the K slice of mma_fp16.cu (fixed in the source)
-
-
-def mma_smem_bytes(bm: int, bn: int, stages: int) -> int:
-    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x (BK+8) + BK x (BN+8)) halves."""
-    return stages * (bm * (MMA_BK + 8) + MMA_BK * (bn + 8)) * 2
-
 
 def sgemm_smem_bytes(bm: int, bn: int, bk: int, fill: int, stages: int) -> int:
     """Dynamic shared memory of sgemm.cu: per stage the A tile (transposed BK x (BM+4)
@@ -45,14 +38,7 @@ def sgemm_smem_bytes(bm: int, bn: int, bk: int, fill: int, stages: int) -> int:
 
 
 def _mma(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int) -> CudaKernel:
-    threads = (bm // wm) * (bn // wn) * 32
-    return CudaKernel(
-        source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
-        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages),
-        options=(f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}",
-                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}"),
-        name=f"mma-fp16-{bm}x{bn}x{MMA_BK}-s{stages}",
-    )
+    return mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks)
 
 
 def _sgemm(bn: int, bk: int, fill: int, stages: int, min_blocks: int) -> CudaKernel:
