@@ -36,11 +36,23 @@ DATA_SETS = ROTATE + 1   # input sets cycled through them: an address never sees
 _CUBLAS_TIMES: dict[tuple[str, Shape, int], TimingResult] = {}
 
 
-def _problems(precision: str, shape: Shape) -> list[Any]:
-    """The ``DATA_SETS`` exact input sets of a timed run (the same for a kernel and its cuBLAS baseline)."""
-    from .inputs import exact_inputs
+_PROBLEMS: dict[tuple[str, Shape], list[Any]] = {}
 
-    return [exact_inputs(*shape, precision=precision, seed=100 + i) for i in range(DATA_SETS)]
+
+def _problems(precision: str, shape: Shape) -> list[Any]:
+    """The ``DATA_SETS`` exact input sets of a timed run (the same for a kernel and its cuBLAS baseline).
+
+    Kept for the last (precision, shape) asked for: drawing them takes seconds at 4096^3 and
+    more at 8192^3, and a process that times several kernels (the ladder ranked beside the
+    kernels under test shares one) times them all on the same sets. One key only, so a
+    process never holds more than one shape's sets."""
+    key = (precision, tuple(shape))
+    if key not in _PROBLEMS:
+        from .inputs import exact_inputs
+
+        _PROBLEMS.clear()
+        _PROBLEMS[key] = [exact_inputs(*shape, precision=precision, seed=100 + i) for i in range(DATA_SETS)]
+    return _PROBLEMS[key]
 
 
 def _timed_run(h: Harness, shape: Shape, budget_s: float,

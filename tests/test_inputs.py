@@ -194,3 +194,14 @@ def test_abs_product_and_gauge():
     b = np.array([[3.0], [4.0]])
     assert abs_product(a, b)[0, 0] == 11.0
     assert abs_gauge(a, b, alpha=-2.0, beta=0.5, c0=np.array([[-4.0]]))[0, 0] == 24.0
+
+
+def test_timed_runs_in_one_process_share_the_input_sets_of_the_last_shape():
+    from pytest_gemm import performance
+
+    first = performance._problems("fp32", (8, 9, 10))
+    assert performance._problems("fp32", (8, 9, 10)) is first  # drawn once, reused
+    assert len(first) == performance.DATA_SETS
+    assert len({p.a.tobytes() for p in first}) == performance.DATA_SETS  # distinct sets
+    other = performance._problems("fp16", (8, 9, 10))
+    assert other is not first and list(performance._PROBLEMS) == [("fp16", (8, 9, 10))]  # one shape held
