@@ -53,8 +53,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-isolation", choices=("process", "none"), default="process",
                     help="process (default): each kernel runs in a child process, so a fault, hang or exit() "
                          "costs only its own check; none: run kernels inside the pytest process")
-    group.addoption("--gemm-no-ladder", action="store_true", default=False,
-                    help="do not rank the reference ladder beside the kernels under test")
+    group.addoption("--gemm-ladder", action="store_true", default=False,
+                    help="also time the reference ladder's rungs and cuBLAS (at the precisions under test) "
+                         "at the bench shape and rank them beside the kernels under test (adds about a minute "
+                         "on an H200 for FP32)")
     group.addoption("--gemm-gradescope", default=None, metavar="PATH",
                     help="write Gradescope's results.json (points per check with partial credit, a leaderboard) "
                          "to PATH, e.g. /autograder/results/results.json; weights from the ini keys gemm_weights, "

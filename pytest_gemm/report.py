@@ -19,6 +19,8 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     for r in records:
         k = kernels.setdefault(r["kernel"], {"name": r["kernel"], "precision": r.get("precision"),
                                              "checks": [], "resources": {}, "timings": [], "sweep": []})
+        if r.get("ladder"):
+            k["ladder"] = True  # a reference rung timed for the ranking, not a kernel under test
         entry = {key: r.get(key) for key in ("check", "shape", "params", "outcome", "category", "message")}
         k["checks"].append(entry)
         if r.get("resources") and r.get("check") == "launch":
@@ -63,7 +65,8 @@ def ranking_rows(records: list[dict[str, Any]]) -> tuple[list[list[Any]], list[l
             unranked.append([s["name"], s["precision"], ", ".join(cats)])
             continue
         for t in s["timings"]:
-            label = s["name"] + (" (GPU shared with another worker)" if t.get("gpu_shared") else "")
+            label = s["name"] + (" (ladder)" if s.get("ladder") else "") \
+                + (" (GPU shared with another worker)" if t.get("gpu_shared") else "")
             ranked.append([label, s["precision"], "x".join(map(str, t["shape"] or [])), t["median_ms"],
                            t["spread"], t["tflops"], t["fraction_of_cublas"], t["fraction_of_roof"],
                            res.get("registers"), res.get("spill_stores", 0) + res.get("spill_loads", 0) if res else None,

@@ -39,12 +39,19 @@ OUTPUT_LIMIT = 1500  # characters of the child's output quoted in a failure
 
 
 class SandboxClient:
-    """The parent's handle on one kernel's child process."""
+    """The parent's handle on one kernel's child process.
+
+    ``target(spec, index)`` points a running child at another kernel (the trusted reference
+    ladder shares one process that way); the child loads it before its next check."""
 
     def __init__(self, spec: str, index: int, rootdir: str, env: dict[str, str] | None = None):
         self.spec, self.index, self.rootdir = spec, index, rootdir
         self.env = env
         self.proc: subprocess.Popen[bytes] | None = None
+        self.loaded: tuple[str, int] | None = None  # what the running child has loaded
+
+    def target(self, spec: str, index: int) -> None:
+        self.spec, self.index = spec, index
 
     def _start(self) -> None:
         to_child_r, to_child_w = os.pipe()
@@ -120,6 +127,7 @@ class SandboxClient:
             except (ProcessLookupError, PermissionError):
                 pass
             self.proc.wait()
+        self.loaded = None
         for closer in (self.writer.close, lambda: os.close(self.reader_fd)):
             try:
                 closer()
@@ -152,22 +160,33 @@ class SandboxClient:
             details.append("its last output: " + tail.replace("\n", "\n    "))
         return GemmCheckFailure(cat.FAULT, f"{what} at {shape_text}: the process {how}", details)
 
+    def _load(self, shape_text: str) -> None:
+        """Wait for the child's answer to a load request (sent by _start or a retarget)."""
+        try:
+            loaded = self._receive(timeout=120.0)
+        except TimeoutError:
+            self.stop()
+            raise GemmCheckFailure(cat.TIMEOUT, "loading the kernel took over 120 s", []) from None
+        if loaded is None:
+            raise self._death(shape_text, "loading the kernel")
+        if loaded["status"] != "ok":
+            self.stop()
+            _raise(loaded)
+        self.loaded = (self.spec, self.index)
+
     def run(self, check: str, shape: list[int], params: dict[str, Any], options: dict[str, Any],
             timeout: float) -> dict[str, Any]:
         """Run a check in the child; returns the recorded facts or raises what the check raised."""
         shape_text = "x".join(map(str, shape))
         if self.proc is None or self.proc.poll() is not None:
             self._start()
+            self._load(shape_text)
+        elif self.loaded != (self.spec, self.index):
             try:
-                loaded = self._receive(timeout=120.0)
-            except TimeoutError:
-                self.stop()
-                raise GemmCheckFailure(cat.TIMEOUT, "loading the kernel took over 120 s", []) from None
-            if loaded is None:
-                raise self._death(shape_text, "loading the kernel")
-            if loaded["status"] != "ok":
-                self.stop()
-                _raise(loaded)
+                self._send({"op": "load", "spec": self.spec, "index": self.index, "rootdir": self.rootdir})
+            except (BrokenPipeError, ConnectionError):
+                raise self._death(shape_text, "loading the kernel") from None
+            self._load(shape_text)
         since = self._log_size()
         try:
             self._send({"op": "check", "check": check, "shape": shape, "params": params, "options": options})
@@ -249,7 +268,8 @@ def _child(read_fd: int, write_fd: int) -> None:
             if request["op"] == "load":
                 from .loader import load_spec
 
-                sys.path.insert(0, request["rootdir"])
+                if request["rootdir"] not in sys.path:
+                    sys.path.insert(0, request["rootdir"])
                 kernel = load_spec(request["spec"], __import__("pathlib").Path(request["rootdir"]))[request["index"]]
                 send({"status": "ok"})
                 continue

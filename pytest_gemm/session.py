@@ -32,13 +32,15 @@ class GemmState:
     timeout: float | None = None
     gpu_shared: bool = False           # xdist workers outnumber GPUs: timings are marked
     results: list[dict[str, Any]] = field(default_factory=list)
-    sandboxes: dict[int, Any] = field(default_factory=dict)
+    sandboxes: dict[Any, Any] = field(default_factory=dict)   # kernel id (or "ladder") -> SandboxClient
     grading: Any = None                                          # gradescope.GradingConfig
     sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
     plot: str | None = None                                      # --gemm-plot path
     notes: list[str] = field(default_factory=list)               # lines for the terminal summary
     graded: list[dict[str, Any]] = field(default_factory=list)   # user tests' records
     started: float = field(default_factory=time.monotonic)
+    rank_ladder: bool = False          # --gemm-ladder: time the ladder beside the kernels under test
+    ladder: list[GemmKernel] | None = None                       # those rungs, once loaded
 
 
 STATE = pytest.StashKey[GemmState]()
@@ -157,7 +159,10 @@ def configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--gemm-timeout {timeout}: expected a number of seconds > 0, e.g. 60")
     config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction, gpu_shared=gpu_shared,
                                     isolation=getattr(opt, "gemm_isolation", "process"), timeout=timeout, grading=grading,
-                                    sweep=sweep, plot=plot)
+                                    sweep=sweep, plot=plot,
+                                    # a grader scores the student's own checks only
+                                    rank_ladder=bool(specs) and not getattr(opt, "gemm_gradescope", None)
+                                    and bool(getattr(opt, "gemm_ladder", False)))
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
     # `pytest --gemm-kernel mod:k` (or --gemm-arch) with no test path runs the shipped suite.
     if (specs or arches) and config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -173,6 +178,28 @@ def kernels_under_test(config: pytest.Config) -> list[GemmKernel]:
     return st.kernels
 
 
+def ladder_for_ranking(config: pytest.Config) -> list[GemmKernel]:
+    """With --gemm-ladder, the ladder rungs and cuBLAS baselines timed beside the kernels under
+    test: those of the precisions under test (none when the ladder itself is under test)."""
+    st = state(config)
+    if not st.rank_ladder:
+        return []
+    if st.ladder is None:
+        from .loader import load_spec
+
+        under_test = kernels_under_test(config)
+        precisions = {k.precision for k in under_test}
+        specs = {getattr(k, "origin_spec", ("", 0))[0].partition(":")[0] for k in under_test}
+        st.ladder = [] if "reference_kernels" in specs else \
+            [k for k in load_spec(LADDER_SPEC) if k.precision in precisions]
+    return st.ladder
+
+
+def is_ladder_entry(config: pytest.Config, kernel: GemmKernel) -> bool:
+    """True for a rung timed only for the ranking (not a kernel under test)."""
+    return any(kernel is k for k in state(config).ladder or ())
+
+
 def generate_tests(metafunc: pytest.Metafunc) -> None:
     if "gemm_case" not in metafunc.fixturenames:
         return
@@ -186,11 +213,15 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
     params = marker.kwargs.get("params") or ({},)
     per_kernel = bool(marker.kwargs.get("per_kernel"))  # one test per kernel (the sweep): id <check>-<kernel>
     cases = build_cases(check, kernels_under_test(metafunc.config), shapes, params, marker.kwargs.get("when"))
+    if check == "speed":  # ranked with the ladder: its rungs are timed in the same run
+        cases += build_cases(check, ladder_for_ranking(metafunc.config), shapes, params)
     values = []
     for case in cases:
         reason = None if per_kernel else skip_reason(case.kernel, case.shape)  # a sweep skips sizes itself
         marks = [pytest.mark.skip(reason=reason)] if reason else []
         test_id = f"{check}-{short_id(str(case.kernel.name))}" if per_kernel else case.id
+        if is_ladder_entry(metafunc.config, case.kernel):
+            test_id = test_id.replace(f"{check}-", f"{check}-ladder-", 1)
         values.append(pytest.param(case, id=test_id, marks=marks))
     if not values:
         values = [pytest.param(None, id=f"{check}-none", marks=pytest.mark.skip(
@@ -287,6 +318,8 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
         "kernel": str(kernel.name), "precision": kernel.precision, "check": check,
         "shape": shape, "params": extra, "outcome": report.outcome, "category": _category(call.excinfo),
     }
+    if is_ladder_entry(item.config, kernel):
+        record["ladder"] = True  # timed for the ranking only; its conformance is the ladder's own run
     message = _outcome_message(call, report)
     if message is not None:
         record["message"] = message
@@ -384,10 +417,14 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
         return facts
     from .sandbox import SandboxClient
 
-    client = st.sandboxes.get(id(kernel))
+    spec, index = kernel.origin_spec  # type: ignore[union-attr]
+    # The ladder timed for the ranking is ours and trusted: its rungs share one process
+    # (one CUDA context, one measurement of the roofs) instead of starting one each.
+    key = "ladder" if is_ladder_entry(config, kernel) else id(kernel)
+    client = st.sandboxes.get(key)
     if client is None:
-        spec, index = kernel.origin_spec  # type: ignore[union-attr]
-        client = st.sandboxes[id(kernel)] = SandboxClient(spec, index, str(config.invocation_params.dir))
+        client = st.sandboxes[key] = SandboxClient(spec, index, str(config.invocation_params.dir))
+    client.target(spec, index)
     return client.run(check, list(shape), params, options, check_timeout(st, shape, params))
 
 

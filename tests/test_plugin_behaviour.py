@@ -153,3 +153,58 @@ def test_compile_only_mode_fails_a_kernel_that_does_not_compile_for_a_claimed_ar
     result.stdout.fnmatch_lines(["*[[]compile_error[]] kernel 'mine': CUDA compile error in*mm.cu for sm_90*",
                                  "*mm.cu(3): error*"])
     assert "Traceback" not in result.stdout.str()
+
+
+# ---- ranked with the ladder ----------------------------------------------------------
+
+RANKED = """
+from pytest_gemm import kernel
+
+
+@kernel(name="mine")
+def mine(a, b, c):
+    c[...] = a @ b
+
+
+@kernel(name="half", precision="fp16")
+def half(a, b, c):
+    c[...] = a.astype("float32") @ b.astype("float32")
+"""
+
+
+def _speed_ids(pytester: pytest.Pytester, *args: str) -> list[str]:
+    pytester.makepyfile(ranked=RANKED)
+    result = pytester.runpytest_subprocess(*args, "--collect-only", "-q", "-k", "speed")
+    assert result.ret == 0, result.stdout.str()
+    return [line.split("[", 1)[1].rstrip("]") for line in result.stdout.lines if "test_speed[" in line]
+
+
+def test_a_kernel_under_test_is_ranked_with_the_ladder_of_its_precision(pytester: pytest.Pytester):
+    ids = _speed_ids(pytester, "--gemm-kernel", "ranked.py:mine", "--gemm-ladder")
+    assert "speed-mine-4096x4096x4096" in ids
+    import reference_kernels
+
+    fp32 = [str(k.name) for k in reference_kernels.LADDER if k.precision == "fp32"]
+    assert sorted(ids) == sorted(["speed-mine-4096x4096x4096"]
+                                 + [f"speed-ladder-{name}-4096x4096x4096" for name in fp32])
+    assert "speed-ladder-cublas-fp32-4096x4096x4096" in ids and not any("wmma" in i for i in ids)
+
+
+def test_each_precision_under_test_brings_its_own_rungs(pytester: pytest.Pytester):
+    ids = _speed_ids(pytester, "--gemm-kernel", "ranked.py:mine", "--gemm-kernel", "ranked.py:half",
+                     "--gemm-bench-shape", "1024", "--gemm-ladder")
+    assert "speed-ladder-wmma-fp16-1024x1024x1024" in ids and "speed-ladder-cublas-fp16-1024x1024x1024" in ids
+    assert "speed-ladder-warptile-1024x1024x1024" in ids
+    assert not any("bf16" in i or "tf32" in i for i in ids)
+
+
+@pytest.mark.parametrize("args", [(), ("--gemm-ladder", "--gemm-gradescope", "results.json")],
+                         ids=["not-asked", "grading"])
+def test_no_ladder_is_timed_unless_asked_and_never_when_grading(pytester: pytest.Pytester, args: tuple[str, ...]):
+    ids = _speed_ids(pytester, "--gemm-kernel", "ranked.py:mine", *args)
+    assert ids == ["speed-mine-4096x4096x4096"]
+
+
+def test_the_ladder_under_test_is_not_timed_twice(pytester: pytest.Pytester):
+    ids = _speed_ids(pytester, "--gemm-kernel", "reference_kernels:warptile", "--gemm-ladder")
+    assert ids == ["speed-warptile-4096x4096x4096"]

@@ -37,6 +37,14 @@ def test_timings_taken_on_a_shared_gpu_are_marked():
     assert "GPU shared" in ranked[0][1]
 
 
+def test_ladder_rungs_timed_for_the_ranking_are_ranked_and_marked():
+    records = [_record("mine", "exact"), _speed("mine", 3.0, 45.8, 0.9), _speed("warptile", 2.9, 47.0, 0.93, ladder=True)]
+    ranked, unranked = ranking_rows(records)
+    assert [r[1] for r in ranked] == ["warptile (ladder)", "mine"] and not unranked
+    kernels = {k["name"]: k for k in build_report(records, {})["kernels"]}
+    assert kernels["warptile"].get("ladder") is True and "ladder" not in kernels["mine"]
+
+
 def test_json_report_has_schema_verdicts_checks_and_timings():
     records = [_record("k", "exact"), _record("k", "guards", "failed", "out_of_bounds_write"), _speed("k", 3.0, 45.8, 0.9)]
     report = json.loads(json.dumps(build_report(records, {"name": "GPU"})))

@@ -33,6 +33,14 @@ from pytest_gemm import kernel
 @kernel(name="fake")
 def fake(a, b, c):
     raise AssertionError("the fake dispatcher never launches a kernel")
+
+
+@kernel(name="other")
+def other(a, b, c):
+    raise AssertionError("the fake dispatcher never launches a kernel")
+
+
+both = [fake, other]
 '''
 
 EXITS_AT_IMPORT = '''
@@ -141,6 +149,33 @@ def test_a_normal_reply_returns_the_facts(sandbox: SandboxClient):
 def test_checks_of_one_kernel_share_one_process(sandbox: SandboxClient):
     pids = {run(sandbox, "ok")["pid"] for _ in range(3)}
     assert len(pids) == 1
+
+
+def test_a_retargeted_client_runs_the_other_kernel_in_the_same_process(workdir: Path):
+    client = _client(workdir, "fake_kernels.py:both")
+    try:
+        first = run(client, "ok")
+        client.target("fake_kernels.py:both", 1)
+        second = run(client, "ok")
+        client.target("fake_kernels.py:both", 0)
+        third = run(client, "ok")
+    finally:
+        client.stop()
+    assert [first["kernel"], second["kernel"], third["kernel"]] == ["fake", "other", "fake"]
+    assert first["pid"] == second["pid"] == third["pid"]  # one process, reloaded, not restarted
+
+
+def test_a_retargeted_client_loads_its_target_after_a_restart(workdir: Path):
+    client = _client(workdir, "fake_kernels.py:both")
+    try:
+        run(client, "ok")
+        client.target("fake_kernels.py:both", 1)
+        with pytest.raises(GemmCheckFailure):
+            run(client, "exit")  # the process ends; the next check starts a fresh one
+        after = run(client, "ok")
+    finally:
+        client.stop()
+    assert after["kernel"] == "other"
 
 
 def test_a_failure_crosses_with_category_summary_details_and_facts(sandbox: SandboxClient):
