@@ -1,5 +1,6 @@
-"""Helpers shared by the tests that run the conformance suite on kernels of ours
-(tests/test_broken_kernels.py, tests/test_untrusted_kernels.py)."""
+"""Helpers shared by the tests: importing a file by path (kernels of ours, the tools), and the
+ids and keys of the conformance suite run on kernels of ours (tests/test_broken_kernels.py,
+tests/test_untrusted_kernels.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,7 +9,8 @@ from typing import Any
 
 
 def load_declarations(path: Path, module_name: str) -> Any:
-    """Import a kernels.py by path: declarations only, no CuPy, no CUDA."""
+    """Import a Python file by path as ``module_name`` (a kernels.py: declarations only, no CuPy,
+    no CUDA; or a script under tools/)."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -17,7 +17,6 @@ not installed.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import math
 import re
@@ -34,6 +33,8 @@ import reference_kernels
 from pytest_gemm.contract import CudaKernel
 from reference_kernels import candidates
 
+from suite_helpers import load_declarations
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "perf_candidates.py"
 REQUIRED_ARCHES = ("sm_80", "sm_90")
@@ -43,15 +44,7 @@ SMEM_PER_BLOCK_OPTIN = 227 * 1024  # sm_90; sm_80 allows 163 KiB
 SMEM_PER_BLOCK_OPTIN_SM80 = 163 * 1024
 
 
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("perf_candidates", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-pc = _load_tool()
+pc = load_declarations(TOOL, "perf_candidates")
 
 
 def _nvrtc_missing() -> str | None:

@@ -10,7 +10,6 @@ Compile tests are skipped, with the reason, only where NVRTC is not installed.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import math
 import re
@@ -24,6 +23,8 @@ import pytest
 import reference_kernels
 from pytest_gemm.contract import CudaKernel
 
+from suite_helpers import load_declarations
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "edge_cost.py"
 ARCHES = ("sm_80", "sm_90")
@@ -31,15 +32,7 @@ REGISTERS_PER_SM = 65536
 SCALAR_GLOBAL = re.compile(r"\b(?:ld\.global(?:\.nc)?|st\.global)\.f32\b")  # .v4.f32 does not match
 
 
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("edge_cost", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-ec = _load_tool()
+ec = load_declarations(TOOL, "edge_cost")
 PAIRS = ec.variants()
 
 

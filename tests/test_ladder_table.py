@@ -1,7 +1,6 @@
 """tools/ladder_table.py: the ladder as a markdown table from a --gemm-report JSON (no GPU)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -9,19 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from suite_helpers import load_declarations
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "ladder_table.py"
 
 
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("ladder_table", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-lt = _load_tool()
+lt = load_declarations(TOOL, "ladder_table")
 BIG = [4096, 4096, 4096]
 
 
