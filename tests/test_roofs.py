@@ -332,3 +332,15 @@ def test_the_speed_check_still_flags_a_rate_above_the_theoretical_peak(monkeypat
     with pytest.raises(GemmCheckFailure) as info:  # 2 * 4096^3 in 1 ms: 137 TFLOP/s in FP32
         _speed_check(monkeypatch, (4096, 4096, 4096), 1.0)
     assert info.value.category == TIMING_ESCAPE and "faster than this GPU's fp32 roof (66.9 TFLOP/s)" in str(info.value)
+
+
+def test_the_cublas_gate_fails_only_a_kernel_below_the_fraction():
+    from pytest_gemm.performance import cublas_gate
+
+    shape = (4096, 4096, 4096)
+    message = cublas_gate("mine", "fp32", shape, 0.16, 8.1, 50.0, 0.5)
+    assert message == ("'mine' runs at 0.160 of cuBLAS fp32 at 4096x4096x4096 (8.10 vs 50.00 TFLOP/s); "
+                       "--gemm-min-cublas-fraction asks for 0.5")
+    assert cublas_gate("mine", "fp32", shape, 0.5, 25.0, 50.0, 0.5) is None   # exactly at the gate passes
+    assert cublas_gate("mine", "fp32", shape, 0.93, 46.5, 50.0, 0.5) is None
+    assert cublas_gate("mine", "fp32", shape, 0.01, 0.5, 50.0, None) is None  # no gate asked for
