@@ -344,3 +344,24 @@ def test_the_cublas_gate_fails_only_a_kernel_below_the_fraction():
     assert cublas_gate("mine", "fp32", shape, 0.5, 25.0, 50.0, 0.5) is None   # exactly at the gate passes
     assert cublas_gate("mine", "fp32", shape, 0.93, 46.5, 50.0, 0.5) is None
     assert cublas_gate("mine", "fp32", shape, 0.01, 0.5, 50.0, None) is None  # no gate asked for
+
+
+def test_fidelity_spreads_by_kernel_say_whose_median_moves():
+    fidelity = _fidelity()
+    runs = [{"kernels": {"cublas-fp32": {"median_ms": ms}, "warptile": {"median_ms": 2.957}}}
+            for ms in (2.685, 2.846, 2.789)]
+    spreads = fidelity.spreads_by_kernel(runs)
+    assert list(spreads) == ["cublas-fp32", "warptile"]
+    assert spreads["cublas-fp32"]["range"] == pytest.approx((2.846 - 2.685) / 2.789)
+    assert spreads["warptile"]["range"] == 0.0
+
+
+def test_fidelity_kernels_option_puts_the_baseline_first_and_rejects_unknown_names():
+    fidelity = _fidelity()
+    assert fidelity.parse_kernels("warptile") == ["cublas-fp32", "warptile"]
+    assert fidelity.parse_kernels("warptile,cublas-fp32,warptile") == ["cublas-fp32", "warptile"]
+    with pytest.raises(ValueError, match="unknown kernel"):
+        fidelity.parse_kernels("warptyle")
+    result = subprocess.run([sys.executable, str(REPO / "tools" / "fidelity.py"), "--kernels", "warptyle"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "--kernels: unknown kernel(s) warptyle" in result.stderr

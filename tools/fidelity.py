@@ -20,18 +20,23 @@ at SIZE^3 on the speed check's exact-integer inputs, three ways:
    loops, the median kept.
 3. processes: the harness median again in PROCESSES fresh processes, one after the other
    (this script with ``--harness-only``), for the spread of the median from run to run.
+   With ``--kernels cublas-fp32,warptile`` each process also times the other ladder entries
+   named, and reads the GPU's SM clock, power and temperature (nvidia-smi) before and after:
+   if the rungs hold still while cuBLAS moves, the change is in cuBLAS, not the clocks.
 
 Output: readable lines on stderr, and one JSON object on stdout (also written to ``--out``):
 ``{"device", "size", "harness": {...}, "loop": {...}, "relative_difference",
-"processes": {"medians", "median_ms", "min_ms", "max_ms", "range", "stdev"}}``.
+"processes": {"medians", "median_ms", "min_ms", "max_ms", "range", "stdev"},
+"processes_by_kernel": {name: {...the same...}}, "process_gpu_states": [{"before", "after"}]}``.
 
 Reading it. ``relative_difference`` = harness median / loop median - 1. The loop keeps the
 L2 warm and hides the gaps between launches, so the harness is expected a little above it at
 a compute-bound size (on an H200 at 4096, a harness-style median of 2.708 ms against Nsight
 Compute's 2.68 ms per call: +1.0 %); a gap of several percent means the harness puts its own
 overhead inside the timed region. ``processes.range`` = (max - min) / median of the
-per-process medians (8 medians spanned 2.4 % on that H200): kernels whose ratios to cuBLAS
-differ by less than that cannot be told apart by one run.
+per-process medians (8 medians spanned 2.4 % on that H200; on 2026-11-30, 5 spanned 5.5 %
+while the ladder's own rungs moved under 0.6 % between two processes): kernels whose ratios
+to cuBLAS differ by less than that cannot be told apart by one run.
 """
 from __future__ import annotations
 
@@ -44,6 +49,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 REPO = Path(__file__).resolve().parents[1]
+BASELINE = "cublas-fp32"  # the kernel the fidelity figures are about
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
@@ -64,7 +70,41 @@ def median_spread(medians: Sequence[float]) -> dict[str, Any]:
             "stdev": statistics.stdev(values) if len(values) > 1 else 0.0}
 
 
+def parse_kernels(text: str) -> list[str]:
+    """``"cublas-fp32,warptile"`` -> names, the baseline first and once; unknown names are an error."""
+    import reference_kernels
+
+    names = [BASELINE] + [n.strip() for n in text.split(",") if n.strip() and n.strip() != BASELINE]
+    known = {str(k.name) for k in reference_kernels.LADDER}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown kernel(s) {', '.join(unknown)}; ladder entries: {', '.join(sorted(known))}")
+    return list(dict.fromkeys(names))
+
+
+def spreads_by_kernel(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per kernel, the spread of its per-process medians (``runs``: one ``--harness-only`` JSON each).
+
+    Which kernels move tells why the medians move: if our own rungs hold still while cuBLAS
+    moves, the change is in cuBLAS (its choice of kernel, or where its buffers landed), not in
+    the clocks or the harness."""
+    names = list(dict.fromkeys(name for run in runs for name in run["kernels"]))
+    return {name: median_spread([run["kernels"][name]["median_ms"] for run in runs if name in run["kernels"]])
+            for name in names}
+
+
 # ---- GPU: the measurements -------------------------------------------------------
+
+def gpu_state(index: int = 0) -> dict[str, float] | None:
+    """SM clock (MHz), power (W) and temperature (C) from nvidia-smi, or None where it cannot say."""
+    fields = ("clocks.sm", "power.draw", "temperature.gpu")
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
+                              "-i", str(index)], capture_output=True, text=True, timeout=20, check=False)
+        values = [float(v) for v in out.stdout.strip().splitlines()[0].split(",")]
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+    return dict(zip(("sm_mhz", "power_w", "temp_c"), values))
 
 def _device() -> Any:
     from pytest_gemm.device import probe
@@ -75,8 +115,8 @@ def _device() -> Any:
     return found
 
 
-def harness_median(size: int, budget_s: float) -> dict[str, Any]:
-    """cuBLAS FP32 at size^3 through the speed check's harness (verified)."""
+def harness_median(size: int, budget_s: float, kernel: str = BASELINE) -> dict[str, Any]:
+    """A ladder entry (cuBLAS FP32 unless named) at size^3 through the speed check's harness (verified)."""
     import cupy
     import reference_kernels
 
@@ -84,7 +124,7 @@ def harness_median(size: int, budget_s: float) -> dict[str, Any]:
     from pytest_gemm.performance import _timed_run
 
     device = _device()
-    h = harness_for(reference_kernels.CUBLAS["fp32"], device)
+    h = harness_for(reference_kernels.by_name(kernel), device)
     with cupy.cuda.Stream.null:
         timing, verify = _timed_run(h, (size, size, size), budget_s)
         verify()
@@ -124,18 +164,33 @@ def loop_median(size: int, calls: int, loops: int) -> dict[str, Any]:
             "tflops": gemm_flops(size, size, size) / (mid * 1e-3) / 1e12}
 
 
-def process_medians(size: int, budget_s: float, processes: int) -> list[float]:
-    """The harness median in ``processes`` fresh processes, one after the other."""
-    medians = []
+def harness_run(size: int, budget_s: float, kernels: Sequence[str]) -> dict[str, Any]:
+    """What one ``--harness-only`` process reports: each kernel's harness timing, and the GPU's
+    clock, power and temperature before and after."""
+    from pytest_gemm.device import probe
+
+    found = probe()
+    index = 0 if isinstance(found, str) else found.index
+    before = gpu_state(index)
+    timings = {name: harness_median(size, budget_s, name) for name in kernels}
+    return {"kernels": timings, "median_ms": timings[BASELINE]["median_ms"], "gpu_before": before,
+            "gpu_after": gpu_state(index)}
+
+
+def process_runs(size: int, budget_s: float, processes: int, kernels: Sequence[str]) -> list[dict[str, Any]]:
+    """``harness_run`` in ``processes`` fresh processes, one after the other."""
+    runs = []
     for i in range(processes):
         out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--harness-only",
-                              "--size", str(size), "--budget", str(budget_s)],
+                              "--size", str(size), "--budget", str(budget_s), "--kernels", ",".join(kernels)],
                              capture_output=True, text=True, check=False)
         if out.returncode != 0:
             raise SystemExit(f"process {i + 1} of {processes} failed (exit {out.returncode}):\n{out.stderr[-2000:]}")
-        medians.append(float(json.loads(out.stdout.strip().splitlines()[-1])["median_ms"]))
-        print(f"  process {i + 1}/{processes}: harness median {medians[-1]:.4f} ms", file=sys.stderr)
-    return medians
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        medians = ", ".join(f"{name} {t['median_ms']:.4f}" for name, t in runs[-1]["kernels"].items())
+        print(f"  process {i + 1}/{processes}: harness medians (ms) {medians}; GPU before/after "
+              f"{runs[-1]['gpu_before']} / {runs[-1]['gpu_after']}", file=sys.stderr)
+    return runs
 
 
 # ---- the command ---------------------------------------------------------------------
@@ -156,19 +211,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="fresh processes that each report a harness median (default 5; 0 skips)")
     parser.add_argument("--budget", type=float, default=1.0,
                         help="seconds of timed GPU work per harness median, as the speed check (default 1.0)")
+    parser.add_argument("--kernels", default=BASELINE,
+                        help="ladder entries each process also times, comma-separated, to tell whose median "
+                             f"moves (default {BASELINE} alone; e.g. {BASELINE},warptile)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON to this file")
     parser.add_argument("--harness-only", action="store_true",
                         help="print only this process's harness median as JSON (what --processes runs)")
     args = parser.parse_args(argv)
     if args.size < 1 or args.calls < 1 or args.loops < 1 or args.processes < 0 or args.budget <= 0:
         parser.error("--size, --calls and --loops must be >= 1, --processes >= 0 and --budget > 0")
+    try:
+        args.kernels = parse_kernels(args.kernels)
+    except ValueError as exc:
+        parser.error(f"--kernels: {exc}")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.harness_only:
-        print(json.dumps(harness_median(args.size, args.budget)))
+        print(json.dumps(harness_run(args.size, args.budget, args.kernels)))
         return 0
     device = _device()
     size = args.size
@@ -184,10 +246,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     result: dict[str, Any] = {"device": device.name, "arch": device.arch, "size": size, "precision": "fp32",
                               "harness": harness, "loop": loop, "relative_difference": diff, "processes": None}
     if args.processes:
-        spread = median_spread(process_medians(size, args.budget, args.processes))
-        result["processes"] = spread
-        print(f"  median over {args.processes} processes: {spread['median_ms']:.4f} ms, range "
-              f"{100 * spread['range']:.2f} %, stdev {spread['stdev']:.4f} ms", file=sys.stderr)
+        runs = process_runs(size, args.budget, args.processes, args.kernels)
+        by_kernel = spreads_by_kernel(runs)
+        result["processes"] = by_kernel[BASELINE]
+        result["processes_by_kernel"] = by_kernel
+        result["process_gpu_states"] = [{"before": r["gpu_before"], "after": r["gpu_after"]} for r in runs]
+        for name, spread in by_kernel.items():
+            print(f"  {name}: median over {args.processes} processes {spread['median_ms']:.4f} ms, range "
+                  f"{100 * spread['range']:.2f} %, stdev {spread['stdev']:.4f} ms", file=sys.stderr)
     text = json.dumps(result, indent=2)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@
 #   bash tools/gpu_session.sh one       # one kernel's full conformance run, its wall time  ~30 s
 #   bash tools/gpu_session.sh parallel  # the same ladder run with -n 2 (one worker per GPU)  ~2 min
 #   bash tools/gpu_session.sh perf      # edge cost, timing fidelity, performance candidates  ~5 min
+#   bash tools/gpu_session.sh followup  # what is still unverified: the combined untrusted test,
+#                                       # the 8192^3 ranking, --gemm-ladder's cost, fidelity by kernel  ~8 min
 #   bash tools/gpu_session.sh tests parallel one   # stages in order, one install
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
@@ -15,9 +17,9 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
-[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|ladder|one|parallel|perf ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|ladder|one|parallel|perf|followup ..." >&2; exit 2; }
 for stage in "$@"; do
-  case "$stage" in tests|ladder|one|parallel|perf) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
+  case "$stage" in tests|ladder|one|parallel|perf|followup) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 limit() { timeout -k 15 "$@"; }
@@ -55,14 +57,25 @@ for stage in "$@"; do
       walled 'ladder -n 2' 200 python3 -m pytest "${ladder_args[@]}" -n 2 --gemm-report "$out/ladder_n2.json" > "$out/ladder_n2.txt" 2>&1
       tail -25 "$out/ladder_n2.txt"
       ;;
+    followup)
+      # What the 2026-11-30 session could not finish on the GPU.
+      walled 'combined untrusted run (test)' 150 python3 -m pytest tests/test_untrusted_kernels.py -k faults_a_hang \
+        -v -s -p no:cacheprovider -rfE 2>&1 | tail -30 | tee "$out/combined.txt"
+      walled 'ranking at 8192' 150 python3 -m pytest --pyargs conformance -q -p no:cacheprovider \
+        -k "speed-warptile or speed-mma-fp16" --gemm-bench-shape 8192 2>&1 | tail -12 | tee "$out/rank8192.txt"
+      walled 'one kernel with --gemm-ladder' 120 python3 -m pytest --gemm-kernel examples/my_kernels.py:tiled \
+        --gemm-ladder -q -p no:cacheprovider 2>&1 | tail -22 | tee "$out/one_ladder.txt"
+      walled 'fidelity' 150 python3 tools/fidelity.py --kernels cublas-fp32,warptile --out "$out/fidelity.json" 2>&1 \
+        | tail -12
+      ;;
     perf)
       {
         limit 90 python3 tools/edge_cost.py --out "$out/edge_cost.json" 2>&1 | tail -20
-        limit 150 python3 tools/fidelity.py --out "$out/fidelity.json" 2>&1 | tail -20
+        limit 150 python3 tools/fidelity.py --kernels cublas-fp32,warptile --out "$out/fidelity.json" 2>&1 | tail -20
         limit 250 python3 tools/perf_candidates.py --deadline-s 170 --out "$out/candidates.json" 2>&1 | tail -40
       } | tee "$out/perf.txt"
       ;;
   esac
-  pkill -f "pytest|perf_candidates|fidelity|edge_cost" 2>/dev/null || true
+  pkill -f "python3 -m pytest|perf_candidates|fidelity.py|edge_cost" 2>/dev/null || true
 done
 echo "=== done ($(date +%T))"
