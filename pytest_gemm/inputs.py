@@ -97,9 +97,12 @@ def exact_value_bound(k: int, precision: str | Precision = "fp32", with_c: bool 
 
 def _nonzero_ints(rng: np.random.Generator, r: int, shape: tuple[int, ...]) -> np.ndarray:
     # No zeros: every term then changes the sum, so a skipped or extra K step always shows.
-    magnitude = rng.integers(1, r, size=shape, endpoint=True)
-    sign = rng.choice(np.array([-1, 1]), size=shape)
-    return (magnitude * sign).astype(np.float64)
+    # Uniform over the 2r values -r..-1, 1..r: draw -r..r-1 and move 0..r-1 up by one. One
+    # draw of int16 (r <= 4096) is about 8x faster than magnitude and sign drawn apart, which
+    # matters at 8192^3, where a timed run draws 4 sets of 2 x 67 M values.
+    values = rng.integers(-r, r, size=shape, dtype=np.int16)
+    values += values >= 0
+    return values.astype(np.float64)
 
 
 def exact_inputs(m: int, n: int, k: int, precision: str | Precision = "fp32", seed: int = 0,
