@@ -75,25 +75,26 @@ cpasync2 = _cpasync(2)
 cpasync3 = _cpasync(3)
 cpasync4 = _cpasync(4)
 
-MMA_BK = 32  # the K slice of mma_fp16.cu (fixed in the source)
+MMA_BK = 32  # the default K slice of mma_fp16.cu (-DMMA_BK)
 
 
-def mma_smem_bytes(bm: int, bn: int, stages: int) -> int:
+def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK) -> int:
     """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x (BK+8) + BK x (BN+8)) halves."""
-    return stages * (bm * (MMA_BK + 8) + MMA_BK * (bn + 8)) * 2
+    return stages * (bm * (bk + 8) + bk * (bn + 8)) * 2
 
 
 def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
-                    name: str | None = None) -> CudaKernel:
+                    name: str | None = None, bk: int = MMA_BK) -> CudaKernel:
     """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
-    ring of ``stages`` K slices (the rung below, and the variants in ``candidates``)."""
+    ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``)."""
     threads = (bm // wm) * (bn // wn) * 32
+    slice_option = () if bk == MMA_BK else (f"-DMMA_BK={bk}",)  # the default build keeps its options
     return CudaKernel(
         source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
-        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages),
+        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk),
         options=(f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}",
-                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}"),
-        name=name or f"mma-fp16-{bm}x{bn}x{MMA_BK}-s{stages}",
+                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", *slice_option),
+        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}",
     )
 
 

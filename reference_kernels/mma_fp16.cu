@@ -1,9 +1,11 @@
-// Candidate (not a ladder rung): tensor cores through inline PTX, fp16 in,
-// fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half,
+// The rung mma-fp16 (built 128 x 256, 4 stages) and the candidates of
+// candidates/: tensor cores through inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half,
 // C (M x N) row-major float. Any M, N, K >= 1.
 //
 // Parameters (-D, defaults in brackets):
-//   MMA_BM, MMA_BN   block tile of C [128, 128]; the K slice is BK = 32
+//   MMA_BM, MMA_BN   block tile of C [128, 128]
+//   MMA_BK           the K slice loaded per stage, a multiple of 16 [32]; the sequence of
+//                    k16 steps, and so the result bit for bit, does not depend on it
 //   MMA_WM, MMA_WN   warp tile [64, 32]; warps = (BM/WM) x (BN/WN), threads = 32 x warps
 //   MMA_STAGES       depth of the cp.async ring in shared memory, 2..5 [3]
 //   MMA_MIN_BLOCKS   second __launch_bounds__ argument (resident blocks per SM wanted) [1]
@@ -44,10 +46,10 @@
 //        matrix 3 = k 8-15 / n 8-15 -> reg 3 = b1 of n-tile n0 + 8
 //
 // Shared layout (per stage): As[BM][A_LD] with A_LD = BK + 8 = 40 halves (80 B
-// rows), Bs[BK][B_LD] with B_LD = BN + 8 halves (272 B rows for BN = 128, 528 B
+// rows; 72 halves, 144 B, for BK = 64), Bs[BK][B_LD] with B_LD = BN + 8 halves (272 B rows for BN = 128, 528 B
 // for BN = 256). Padding instead of a swizzle: the 8 row addresses of one 8x8
-// matrix are 80 B (A) or 272 / 528 B (B) apart, i.e. 16 B-slots 5, 17 or 33 apart
-// modulo the 8 slots of a 128-byte wavefront; 5, 17 and 33 are odd, so the 8 rows
+// matrix are 80 / 144 B (A) or 272 / 528 B (B) apart, i.e. 16 B-slots 5, 9, 17 or 33
+// apart modulo the 8 slots of a 128-byte wavefront; all odd, so the 8 rows
 // land in 8 different slots: every ldmatrix phase is conflict-free. Rows stay
 // 16-byte aligned (80 = 5 x 16, 272 = 17 x 16, 528 = 33 x 16) for cp.async and
 // ldmatrix.
@@ -86,6 +88,9 @@
 #ifndef MMA_WN
 #define MMA_WN 32
 #endif
+#ifndef MMA_BK
+#define MMA_BK 32
+#endif
 #ifndef MMA_STAGES
 #define MMA_STAGES 3
 #endif
@@ -99,7 +104,7 @@
 enum : int {
     BM = MMA_BM,
     BN = MMA_BN,
-    BK = 32,
+    BK = MMA_BK,
     WM = MMA_WM,
     WN = MMA_WN,
     STAGES = MMA_STAGES,
@@ -125,6 +130,7 @@ enum : int {
 static_assert(BM % WM == 0 && BN % WN == 0, "the warp tile must divide the block tile");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: 16-row A fragments, B loaded 16 columns per ldmatrix.x4");
 static_assert(STAGES >= 2 && STAGES <= 5, "MMA_STAGES must be 2..5");
+static_assert(BK % 16 == 0 && BK >= 16, "MMA_BK must be a multiple of 16 (one k16 step of mma.m16n8k16)");
 static_assert(NTHREADS % A_CHUNKS_ROW == 0 && BM % A_PASS == 0 && A_CHUNKS >= 1, "A tile chunks must spread evenly");
 static_assert(NTHREADS % B_CHUNKS_ROW == 0 && BK % B_PASS == 0 && B_CHUNKS >= 1, "B tile chunks must spread evenly");
 static_assert(((A_LD * 2 / 16) % 2 == 1) && ((B_LD * 2 / 16) % 2 == 1) && (A_LD * 2) % 16 == 0 && (B_LD * 2) % 16 == 0,

@@ -193,13 +193,14 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     kernel.validate()
     o = _options(kernel)
     bm, bn, wm, wn, stages = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
-    assert kernel.name == f"mma-fp16-{bm}x{bn}x32-s{stages}"
+    bk = o.get("MMA_BK", candidates.MMA_BK)
+    assert kernel.name == f"mma-fp16-{bm}x{bn}x{bk}-s{stages}"
     assert tuple(kernel.tile) == (bm, bn)
     threads = (bm // wm) * (bn // wn) * 32
     assert math.prod(kernel.block) == threads == 256
     assert kernel.precision == "fp16" and tuple(kernel.min_cc) == (8, 0)
     assert kernel.signature == "A,B,C,M,N,K" and tuple(kernel.multiple_of) == (1, 1, 1)
-    smem = candidates.mma_smem_bytes(bm, bn, stages)
+    smem = candidates.mma_smem_bytes(bm, bn, stages, bk)
     assert kernel.shared_mem == smem <= SMEM_PER_BLOCK_OPTIN_SM80
     assert o["MMA_MIN_BLOCKS"] * (smem + 1024) <= SMEM_PER_SM, "the wanted blocks per SM do not fit in shared memory"
 
@@ -291,7 +292,7 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     """mma_fp16.cu's fill, ldmatrix addressing, fragments and epilogue, one block at a time."""
     o = _options(kernel)
     BM, BN, WM, WN, STAGES = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
-    BK = candidates.MMA_BK
+    BK = o.get("MMA_BK", candidates.MMA_BK)
     M, K = A.shape
     N = B.shape[1]
     NT = (BM // WM) * (BN // WN) * 32
@@ -486,7 +487,7 @@ def test_mma_ldmatrix_phases_are_conflict_free(kernel: CudaKernel) -> None:
     16-byte slots of a 128-byte wavefront (the padded pitches make them)."""
     o = _options(kernel)
     BN, WN = o["MMA_BN"], o["MMA_WN"]
-    A_LD, B_LD = candidates.MMA_BK + 8, BN + 8
+    A_LD, B_LD = o.get("MMA_BK", candidates.MMA_BK) + 8, BN + 8
     lane = np.arange(32)
     for warp_col in range(0, BN, WN):
         for base in (((lane & 15) * A_LD + (lane >> 4) * 8) * 2,                  # A, warp row 0
