@@ -6,8 +6,8 @@
 #   bash tools/gpu_session.sh one       # one kernel's full conformance run, its wall time  ~30 s
 #   bash tools/gpu_session.sh parallel  # the same ladder run with -n 2 (one worker per GPU)  ~2 min
 #   bash tools/gpu_session.sh perf      # edge cost, timing fidelity, performance candidates  ~5 min
-#   bash tools/gpu_session.sh followup  # what is still unverified: the combined untrusted test,
-#                                       # the 8192^3 ranking, --gemm-ladder's cost, fidelity by kernel  ~8 min
+#   bash tools/gpu_session.sh followup  # what is still unverified: the combined untrusted test, the
+#                                       # 8192^3 ranking, a sweep, --gemm-ladder's cost, fidelity by kernel  ~9 min
 #   bash tools/gpu_session.sh tests parallel one   # stages in order, one install
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
@@ -58,14 +58,17 @@ for stage in "$@"; do
       tail -25 "$out/ladder_n2.txt"
       ;;
     followup)
-      # What the 2026-11-30 session could not finish on the GPU.
-      walled 'combined untrusted run (test)' 150 python3 -m pytest tests/test_untrusted_kernels.py -k faults_a_hang \
+      # What the 2026-11-30 session could not finish on the GPU (about 9 minutes at most).
+      walled 'combined untrusted run (test)' 120 python3 -m pytest tests/test_untrusted_kernels.py -k faults_a_hang \
         -v -s -p no:cacheprovider -rfE 2>&1 | tail -30 | tee "$out/combined.txt"
-      walled 'ranking at 8192' 150 python3 -m pytest --pyargs conformance -q -p no:cacheprovider \
+      walled 'ranking at 8192' 120 python3 -m pytest --pyargs conformance -q -p no:cacheprovider \
         -k "speed-warptile or speed-mma-fp16" --gemm-bench-shape 8192 2>&1 | tail -12 | tee "$out/rank8192.txt"
-      walled 'one kernel with --gemm-ladder' 120 python3 -m pytest --gemm-kernel examples/my_kernels.py:tiled \
+      plot=(); python3 -c "import matplotlib" 2>/dev/null && plot=(--gemm-plot "$out/sweep.png")
+      walled 'sweep' 90 python3 -m pytest --gemm-kernel examples/my_kernels.py:tiled -k sweep --gemm-sweep \
+        512,1024,2048,1000x1000x1000 "${plot[@]}" -q -p no:cacheprovider 2>&1 | tail -20 | tee "$out/sweep.txt"
+      walled 'one kernel with --gemm-ladder' 100 python3 -m pytest --gemm-kernel examples/my_kernels.py:tiled \
         --gemm-ladder -q -p no:cacheprovider 2>&1 | tail -22 | tee "$out/one_ladder.txt"
-      walled 'fidelity' 150 python3 tools/fidelity.py --kernels cublas-fp32,warptile --out "$out/fidelity.json" 2>&1 \
+      walled 'fidelity' 120 python3 tools/fidelity.py --kernels cublas-fp32,warptile --out "$out/fidelity.json" 2>&1 \
         | tail -12
       ;;
     perf)
