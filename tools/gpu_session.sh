@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU to be verified, in stages; several stages can share one device
 # call (10 minutes). Run from the repository root on the GPU machine:
-#   bash tools/gpu_session.sh tests     # the project's GPU tests (broken, untrusted, ladder, plugin)  ~3 min
+#   bash tools/gpu_session.sh tests     # the project's GPU tests (broken, untrusted, ladder, plugin): over
+#                                       # 330 s on 2 H200s with -n 8 (two runs were cut off there); a call of its own
 #   bash tools/gpu_session.sh ladder    # the ladder's conformance run (-n 0, with 4 broken kernels) and its table  ~3 min
 #   bash tools/gpu_session.sh one       # one kernel's full conformance run, its wall time  ~30 s
 #   bash tools/gpu_session.sh parallel  # the same ladder run with -n 2 (one worker per GPU)  ~2 min
@@ -41,8 +42,10 @@ for stage in "$@"; do
   echo "=== $stage ($(date +%T))"
   case "$stage" in
     tests)
-      limit 280 python3 -m pytest tests -n 8 -q -p no:cacheprovider -rfE --durations=10 2>&1 \
-        | tee "$out/tests.txt" | tail -40
+      # -v: each result is in tests.txt as it finishes, so a run cut off still says what passed
+      walled 'tests -n 8' 540 python3 -m pytest tests -n 8 -v -p no:cacheprovider -rfE --durations=15 \
+        > "$out/tests.txt" 2>&1
+      grep -E "^(FAILED|ERROR)|passed|failed" "$out/tests.txt" | tail -15
       ;;
     ladder)
       walled 'ladder -n 0' 250 python3 -m pytest "${ladder_args[@]}" --gemm-report "$out/ladder.json" > "$out/ladder.txt" 2>&1
