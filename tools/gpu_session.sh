@@ -3,13 +3,13 @@
 # call (10 minutes). Run from the repository root on the GPU machine:
 #   bash tools/gpu_session.sh tests     # the project's GPU tests (broken, untrusted, ladder, plugin): over
 #                                       # 330 s on 2 H200s with -n 8 (two runs were cut off there); a call of its own
-#   bash tools/gpu_session.sh ladder    # the ladder's conformance run (-n 0, with 4 broken kernels) and its table  ~3 min
+#   bash tools/gpu_session.sh ladder    # the ladder's conformance run (-n 0, with 4 broken kernels) and its table  ~4 min
 #   bash tools/gpu_session.sh one       # one kernel's full conformance run, its wall time  ~30 s
 #   bash tools/gpu_session.sh parallel  # the same ladder run with -n 2 (one worker per GPU)  ~2 min
 #   bash tools/gpu_session.sh perf      # edge cost, timing fidelity, performance candidates  ~5 min
 #   bash tools/gpu_session.sh followup  # what is still unverified: the combined untrusted test, the
 #                                       # 8192^3 ranking, a sweep, --gemm-ladder's cost, fidelity by kernel  ~9 min
-#   bash tools/gpu_session.sh tests parallel one   # stages in order, one install
+#   bash tools/gpu_session.sh ladder perf          # stages in order, one install (about 8 min)
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
 # Logs and JSON go to $OUT (or ./gpu-out when OUT is unset). Each stage has its own time limit
