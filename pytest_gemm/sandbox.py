@@ -69,6 +69,10 @@ class SandboxClient:
         self.writer = os.fdopen(to_child_w, "w", buffering=1)
         self.reader_fd = from_child_r
         self.buffer = b""
+        self._send_load()
+
+    def _send_load(self) -> None:
+        """Ask the child to load the target kernel (it answers once, read by _load)."""
         self._send({"op": "load", "spec": self.spec, "index": self.index, "rootdir": self.rootdir})
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -183,7 +187,7 @@ class SandboxClient:
             self._load(shape_text)
         elif self.loaded != (self.spec, self.index):
             try:
-                self._send({"op": "load", "spec": self.spec, "index": self.index, "rootdir": self.rootdir})
+                self._send_load()
             except (BrokenPipeError, ConnectionError):
                 raise self._death(shape_text, "loading the kernel") from None
             self._load(shape_text)

@@ -17,6 +17,7 @@ from pytest_gemm.roofs import (CHAINS, MEASURED_HEADROOM, UNROLL, Ceilings, belo
                                impossible_timing, measured_tflops, memory_peak_gb_s, rate_tflops, reported_roof,
                                roof_tflops, roofs_summary, tensor_precisions, tensor_size)
 from pytest_gemm.timing import ROOF_MARGIN, summarize
+from suite_helpers import load_declarations
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -256,13 +257,7 @@ def test_the_fma_benchmark_compiles_to_independent_fmas_with_no_spills(arch):
 # ---- the fidelity script (it needs a GPU to measure; its help and its pure parts do not) -------------
 
 def _fidelity():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("gemm_fidelity", REPO / "tools" / "fidelity.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_declarations(REPO / "tools" / "fidelity.py", "gemm_fidelity")
 
 
 def test_fidelity_script_has_help_and_needs_no_gpu_to_show_it():

@@ -167,10 +167,7 @@ def loop_median(size: int, calls: int, loops: int) -> dict[str, Any]:
 def harness_run(size: int, budget_s: float, kernels: Sequence[str]) -> dict[str, Any]:
     """What one ``--harness-only`` process reports: each kernel's harness timing, and the GPU's
     clock, power and temperature before and after."""
-    from pytest_gemm.device import probe
-
-    found = probe()
-    index = 0 if isinstance(found, str) else found.index
+    index = _device().index
     before = gpu_state(index)
     timings = {name: harness_median(size, budget_s, name) for name in kernels}
     return {"kernels": timings, "median_ms": timings[BASELINE]["median_ms"], "gpu_before": before,
