@@ -360,3 +360,13 @@ def test_fidelity_kernels_option_puts_the_baseline_first_and_rejects_unknown_nam
     result = subprocess.run([sys.executable, str(REPO / "tools" / "fidelity.py"), "--kernels", "warptyle"],
                             capture_output=True, text=True)
     assert result.returncode == 2 and "--kernels: unknown kernel(s) warptyle" in result.stderr
+
+
+def test_fidelity_clock_samples_summary_ors_the_reasons_and_keeps_the_extremes():
+    fidelity = _fidelity()
+    assert fidelity.summarize_samples([]) is None
+    summary = fidelity.summarize_samples([(1980, 300.0, 40, 0), (1755, 650.0, 44, 0x4), (1900, 500.0, 47, 0x80)])
+    assert (summary["sm_mhz_min"], summary["sm_mhz_median"], summary["sm_mhz_max"]) == (1755, 1900, 1980)
+    assert (summary["power_w_median"], summary["power_w_max"]) == (500.0, 650.0)
+    assert (summary["temp_c_first"], summary["temp_c_last"]) == (40, 47)
+    assert summary["reasons_mask"] == "0x84" and summary["samples"] == 3

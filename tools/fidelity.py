@@ -21,13 +21,18 @@ at SIZE^3 on the speed check's exact-integer inputs, three ways:
 3. processes: the harness median again in PROCESSES fresh processes, one after the other
    (this script with ``--harness-only``), for the spread of the median from run to run.
    With ``--kernels cublas-fp32,warptile`` each process also times the other ladder entries
-   named, and reads the GPU's SM clock, power and temperature (nvidia-smi) before and after:
-   if the rungs hold still while cuBLAS moves, the change is in cuBLAS, not the clocks.
+   named. Every process also times the baseline once more at its end (drift inside one
+   process) and through the plain loop (is that process's cuBLAS slower, or only the
+   harness's reading of it), and samples the SM clock, power, temperature and NVML's
+   clock-event (throttle) reasons while it measures (nvidia-ml-py; nvidia-smi before and
+   after as well). If the rungs hold still while cuBLAS moves, at the same clocks, the change
+   is in cuBLAS, not in the clocks or the harness.
 
 Output: readable lines on stderr, and one JSON object on stdout (also written to ``--out``):
 ``{"device", "size", "harness": {...}, "loop": {...}, "relative_difference",
 "processes": {"medians", "median_ms", "min_ms", "max_ms", "range", "stdev"},
-"processes_by_kernel": {name: {...the same...}}, "process_gpu_states": [{"before", "after"}]}``.
+"processes_by_kernel": {name: {...the same...}}, "processes_baseline_again": {...},
+"processes_loop": {...}, "process_gpu_states": [{"before", "after", "while"}]}``.
 
 Reading it. ``relative_difference`` = harness median / loop median - 1. The loop keeps the
 L2 warm and hides the gaps between launches, so the harness is expected a little above it at
@@ -164,14 +169,83 @@ def loop_median(size: int, calls: int, loops: int) -> dict[str, Any]:
             "tflops": gemm_flops(size, size, size) / (mid * 1e-3) / 1e12}
 
 
+class ClockSampler:
+    """Samples the GPU's SM clock, power, temperature and clock-event (throttle) reasons every
+    ``period_s`` in a thread while a process measures, through NVML (nvidia-ml-py) where it is
+    installed: clocks read before and after, on an idle GPU, say nothing about the clocks the
+    kernels ran at."""
+
+    def __init__(self, index: int, period_s: float = 0.05):
+        self.index, self.period_s, self.samples = index, period_s, []
+        self._stop = None
+        self._thread = None
+
+    def __enter__(self) -> "ClockSampler":
+        import threading
+
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
+        except Exception:  # no NVML here: the summary says so
+            return self
+        reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+
+        def sample() -> None:
+            while not self._stop.is_set():
+                try:
+                    self.samples.append((pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+                                         pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+                                         pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+                                         int(reasons(handle))))
+                except Exception:
+                    return
+                self._stop.wait(self.period_s)
+
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+
+    def summary(self) -> dict[str, Any] | None:
+        return summarize_samples(self.samples)
+
+
+def summarize_samples(samples: Sequence[tuple[float, float, float, int]]) -> dict[str, Any] | None:
+    """Clock, power and temperature over a run's samples; ``reasons``: every clock-event reason
+    bit seen (NVML's mask, OR-ed), 0 when nothing but the application clock held it back."""
+    if not samples:
+        return None
+    clocks, power, temps, reasons = zip(*samples)
+    mask = 0
+    for r in reasons:
+        mask |= int(r)
+    return {"samples": len(samples), "sm_mhz_min": min(clocks), "sm_mhz_median": statistics.median(clocks),
+            "sm_mhz_max": max(clocks), "power_w_median": statistics.median(power), "power_w_max": max(power),
+            "temp_c_first": temps[0], "temp_c_last": temps[-1], "reasons_mask": hex(mask)}
+
+
 def harness_run(size: int, budget_s: float, kernels: Sequence[str]) -> dict[str, Any]:
-    """What one ``--harness-only`` process reports: each kernel's harness timing, and the GPU's
-    clock, power and temperature before and after."""
+    """What one ``--harness-only`` process reports: each kernel's harness timing, the baseline's
+    harness median once more at the end (drift inside the process), its plain-loop median (is the
+    process's cuBLAS itself slower, or only the harness's reading of it), the GPU's clock, power
+    and temperature before and after, and sampled while it measured."""
     index = _device().index
     before = gpu_state(index)
-    timings = {name: harness_median(size, budget_s, name) for name in kernels}
-    return {"kernels": timings, "median_ms": timings[BASELINE]["median_ms"], "gpu_before": before,
-            "gpu_after": gpu_state(index)}
+    with ClockSampler(index) as sampler:
+        timings = {name: harness_median(size, budget_s, name) for name in kernels}
+        again = harness_median(size, budget_s)
+        loop = loop_median(size, calls=50, loops=3)
+    return {"kernels": timings, "median_ms": timings[BASELINE]["median_ms"], "baseline_again_ms": again["median_ms"],
+            "loop_ms": loop["median_ms"], "gpu_before": before, "gpu_after": gpu_state(index),
+            "gpu_while": sampler.summary()}
 
 
 def process_runs(size: int, budget_s: float, processes: int, kernels: Sequence[str]) -> list[dict[str, Any]]:
@@ -184,9 +258,11 @@ def process_runs(size: int, budget_s: float, processes: int, kernels: Sequence[s
         if out.returncode != 0:
             raise SystemExit(f"process {i + 1} of {processes} failed (exit {out.returncode}):\n{out.stderr[-2000:]}")
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        medians = ", ".join(f"{name} {t['median_ms']:.4f}" for name, t in runs[-1]["kernels"].items())
-        print(f"  process {i + 1}/{processes}: harness medians (ms) {medians}; GPU before/after "
-              f"{runs[-1]['gpu_before']} / {runs[-1]['gpu_after']}", file=sys.stderr)
+        run = runs[-1]
+        medians = ", ".join(f"{name} {t['median_ms']:.4f}" for name, t in run["kernels"].items())
+        print(f"  process {i + 1}/{processes}: harness medians (ms) {medians}; {BASELINE} again "
+              f"{run['baseline_again_ms']:.4f}, loop {run['loop_ms']:.4f}; GPU while measuring "
+              f"{run['gpu_while']}; before/after {run['gpu_before']} / {run['gpu_after']}", file=sys.stderr)
     return runs
 
 
@@ -247,7 +323,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         by_kernel = spreads_by_kernel(runs)
         result["processes"] = by_kernel[BASELINE]
         result["processes_by_kernel"] = by_kernel
-        result["process_gpu_states"] = [{"before": r["gpu_before"], "after": r["gpu_after"]} for r in runs]
+        result["process_gpu_states"] = [{"before": r["gpu_before"], "after": r["gpu_after"], "while": r["gpu_while"]}
+                                        for r in runs]
+        result["processes_baseline_again"] = median_spread([r["baseline_again_ms"] for r in runs])
+        result["processes_loop"] = median_spread([r["loop_ms"] for r in runs])
+        for label in ("processes_baseline_again", "processes_loop"):
+            print(f"  {label}: range {100 * result[label]['range']:.2f} % over {result[label]['medians']}",
+                  file=sys.stderr)
         for name, spread in by_kernel.items():
             print(f"  {name}: median over {args.processes} processes {spread['median_ms']:.4f} ms, range "
                   f"{100 * spread['range']:.2f} %, stdev {spread['stdev']:.4f} ms", file=sys.stderr)

@@ -8,7 +8,10 @@
 #   bash tools/gpu_session.sh parallel  # the same ladder run with -n 2 (one worker per GPU)  ~2 min
 #   bash tools/gpu_session.sh perf      # edge cost, timing fidelity, performance candidates  ~5 min
 #   bash tools/gpu_session.sh followup  # what is still unverified: the combined untrusted test, the
-#                                       # 8192^3 ranking, a sweep, --gemm-ladder's cost, fidelity by kernel  ~9 min
+#                                       # 8192^3 ranking, a sweep, --gemm-ladder's cost  ~6 min
+#   bash tools/gpu_session.sh diagnose  # why medians move between processes: fidelity with clocks sampled for
+#                                       # cuBLAS fp32/fp16 and our rungs, cuBLAS's kernel per process (ncu),
+#                                       # the tensor candidates  ~4 min
 #   bash tools/gpu_session.sh ladder perf          # stages in order, one install (about 8 min)
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
@@ -18,9 +21,9 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
-[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|ladder|one|parallel|perf|followup ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|ladder|one|parallel|perf|followup|diagnose ..." >&2; exit 2; }
 for stage in "$@"; do
-  case "$stage" in tests|ladder|one|parallel|perf|followup) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
+  case "$stage" in tests|ladder|one|parallel|perf|followup|diagnose) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 limit() { timeout -k 15 "$@"; }
@@ -71,8 +74,17 @@ for stage in "$@"; do
         512,1024,2048,1000x1000x1000 "${plot[@]}" -q -p no:cacheprovider 2>&1 | tail -20 | tee "$out/sweep.txt"
       walled 'one kernel with --gemm-ladder' 100 python3 -m pytest --gemm-kernel examples/my_kernels.py:tiled \
         --gemm-ladder -q -p no:cacheprovider 2>&1 | tail -22 | tee "$out/one_ladder.txt"
-      walled 'fidelity' 120 python3 tools/fidelity.py --kernels cublas-fp32,warptile --out "$out/fidelity.json" 2>&1 \
-        | tail -12
+      ;;
+    diagnose)
+      walled 'fidelity, 4 kernels' 200 python3 tools/fidelity.py --kernels cublas-fp32,warptile,cublas-fp16,mma-fp16 \
+        --out "$out/fidelity.json" > /dev/null 2> "$out/fidelity.txt"
+      tail -16 "$out/fidelity.txt"
+      for i in 1 2; do
+        limit 60 ncu --clock-control none --metrics gpu__time_duration.sum python3 tools/cublas_kernels.py 2>&1 \
+          | grep -E "Device [0-9]|gpu__time_duration|ERR|rror" | cut -c1-220 | head -14
+      done 2>&1 | tee "$out/cublas_kernels.txt"
+      walled 'tensor candidates' 150 python3 tools/perf_candidates.py --only mma-fp16-128x256x64-s3,mma-fp16-128x256x32-s4 \
+        --sizes 4096 --rounds 3 --out "$out/candidates.json" 2>&1 | tail -14 | tee "$out/candidates.txt"
       ;;
     perf)
       {
@@ -82,6 +94,6 @@ for stage in "$@"; do
       } | tee "$out/perf.txt"
       ;;
   esac
-  pkill -f "python3 -m pytest|perf_candidates|fidelity.py|edge_cost" 2>/dev/null || true
+  pkill -f "python3 -m pytest|perf_candidates|fidelity.py|edge_cost|cublas_kernels" 2>/dev/null || true
 done
 echo "=== done ($(date +%T))"
