@@ -300,29 +300,11 @@ def _free_memory() -> None:
 
 
 def _fma_function(device: Any) -> Any:
-    """``gemm_roof_fma`` compiled for this device (NVRTC through compiler.py, else CuPy's own)."""
-    import importlib.resources
-    import tempfile
-    from pathlib import Path
+    """``gemm_roof_fma`` compiled for this device."""
+    from .package_kernels import package_function
 
-    import cupy
-
-    options = (f"-DCHAINS={CHAINS}", f"-DUNROLL={UNROLL}")
-    source = importlib.resources.files("pytest_gemm").joinpath("roofs.cu")
-    from .compiler import GemmToolchainError, compile_for_arch
-    from .contract import CudaKernel
-
-    with importlib.resources.as_file(source) as path:
-        kernel = CudaKernel(source=str(path), entry="gemm_roof_fma", block=(FMA_THREADS,), tile=(1, 1),
-                            options=options, name="roof-fma")
-        try:
-            compiled = compile_for_arch(kernel, device.arch)
-        except GemmToolchainError:  # no cuda.bindings: CuPy compiles it (it has a device here)
-            module = cupy.RawModule(code=Path(path).read_text(), options=options)
-            return module.get_function("gemm_roof_fma")
-    cubin = Path(tempfile.mkdtemp(prefix="gemm-roof-")) / "roof_fma.cubin"
-    cubin.write_bytes(compiled.code)
-    return cupy.RawModule(path=str(cubin)).get_function(compiled.lowered_name)
+    return package_function(device.arch, "roofs.cu", "gemm_roof_fma",
+                            options=(f"-DCHAINS={CHAINS}", f"-DUNROLL={UNROLL}"), block=(FMA_THREADS,))
 
 
 def _measure_fma(device: Any) -> float:

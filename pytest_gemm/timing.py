@@ -5,7 +5,8 @@ kernel is not timed on a warm cache. The events, the flush and ``before_each``
 all run on the legacy default stream: it waits for every blocking stream (a
 plain ``cupy.cuda.Stream()``, the per-thread default stream), so work a kernel
 launches there is inside the timed region, and nothing of the harness's own is
-left running when a timed call ends.
+left running when a timed call ends. A GPU-side wait in front of the start event keeps the
+host's launch time out of the timed region (``launch_guard.py``).
 
 Escaped work. After the end event has completed, a device synchronise waits for
 whatever the call left running anywhere else: a ``Stream(non_blocking=True)``,
@@ -41,6 +42,7 @@ class TimingResult:
     flops: float
     escaped_ms: float = 0.0      # upper quartile of the per-call escaped work
     escaped_max_ms: float = 0.0  # the largest per-call escape
+    late_launches: int = 0       # calls kept although the launch guard may have run out (launch_guard.py)
 
     @property
     def spread(self) -> float:
@@ -64,7 +66,8 @@ def _quartiles(ordered: list[float]) -> tuple[float, float]:
     return ordered[0], ordered[-1]
 
 
-def summarize(times_ms: list[float], flops: float, escaped_ms: float | list[float] = 0.0) -> TimingResult:
+def summarize(times_ms: list[float], flops: float, escaped_ms: float | list[float] = 0.0,
+              late_launches: int = 0) -> TimingResult:
     """Median, minimum and quartiles of a list of times (pure, testable without a GPU).
 
     ``escaped_ms`` is one figure, or the per-call escapes (then their upper
@@ -79,7 +82,7 @@ def summarize(times_ms: list[float], flops: float, escaped_ms: float | list[floa
         escapes = sorted(escaped_ms) or [0.0]
         escaped, escaped_max = _quartiles(escapes)[1], escapes[-1]
     return TimingResult(statistics.median(ordered), ordered[0], q1, q3, len(ordered), flops, escaped,
-                        escaped_max)
+                        escaped_max, late_launches)
 
 
 def escaped_work(timing: TimingResult) -> tuple[str, list[str]] | None:
@@ -139,7 +142,8 @@ SETTLE_MS = 200.0  # GPU time spent in untimed calls before the first timed one 
 
 def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: int = 2,
              min_repeats: int = 5, max_repeats: int = 100, budget_s: float = 1.0,
-             before_each: Callable[[], Any] | None = None, settle_ms: float = SETTLE_MS) -> TimingResult:
+             before_each: Callable[[], Any] | None = None, settle_ms: float = SETTLE_MS,
+             guard_launches: bool = True) -> TimingResult:
     """Time ``fn`` (which launches GPU work) with CUDA events.
 
     ``warmup`` plain calls first (lazy loading, caches), then untimed calls exactly like the
@@ -149,7 +153,8 @@ def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: 
     (and escaped) GPU time or ``max_repeats``, never fewer than ``min_repeats``.
     ``before_each`` runs outside the timed region (e.g. to rotate inputs); the L2 is flushed
     before each call when l2_bytes > 0. Both run on the legacy default stream, whatever
-    stream ``fn`` left current.
+    stream ``fn`` left current. With ``guard_launches`` a GPU-side wait sits in front of the
+    start event so the host's launch time stays outside the timed region (launch_guard.py).
     """
     import cupy
 
@@ -160,22 +165,34 @@ def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: 
         fn()
     cupy.cuda.runtime.deviceSynchronize()
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    guard = None
+    if guard_launches:
+        from .launch_guard import LaunchGuard
+
+        guard = LaunchGuard()
 
     def one_call() -> tuple[float, float]:
-        """(event-timed ms, escaped ms) of one call, prepared like every timed call."""
-        with null:  # a kernel may have made another stream current (Stream.use())
-            if before_each is not None:
-                before_each()
-            if flush is not None:
-                flush()
-        start.record(null)
-        fn()
-        end.record(null)
-        end.synchronize()
-        elapsed = cupy.cuda.get_elapsed_time(start, end)
-        t0 = time.perf_counter()
-        cupy.cuda.runtime.deviceSynchronize()  # work left on other streams shows up here
-        return elapsed, (time.perf_counter() - t0) * 1e3
+        """(event-timed ms, escaped ms) of one call, prepared like every timed call; a call
+        whose launch may have outlasted the guard is timed again with a longer guard."""
+        while True:
+            with null:  # a kernel may have made another stream current (Stream.use())
+                if before_each is not None:
+                    before_each()
+                if flush is not None:
+                    flush()
+                if guard is not None:
+                    guard.hold(null)
+            start.record(null)
+            fn()
+            end.record(null)
+            late = guard is not None and guard.late()
+            end.synchronize()
+            elapsed = cupy.cuda.get_elapsed_time(start, end)
+            t0 = time.perf_counter()
+            cupy.cuda.runtime.deviceSynchronize()  # work left on other streams shows up here
+            escaped = (time.perf_counter() - t0) * 1e3
+            if guard is None or not guard.policy.retime(late):
+                return elapsed, escaped
 
     settled = 0.0
     for _ in range(max_repeats):
@@ -183,6 +200,7 @@ def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: 
             break
         elapsed, escaped = one_call()
         settled += elapsed + escaped
+    late_before = guard.policy.late_kept if guard is not None else 0  # the settling calls are not kept
     times: list[float] = []
     escapes: list[float] = []
     spent = 0.0
@@ -191,4 +209,4 @@ def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: 
         escapes.append(escaped)
         times.append(elapsed)
         spent += elapsed + escaped  # escaped work counts against the budget too
-    return summarize(times, flops, escapes)
+    return summarize(times, flops, escapes, guard.policy.late_kept - late_before if guard is not None else 0)

@@ -68,6 +68,8 @@ mma_128x256_s4 = _mma(128, 256, 64, 64, stages=4, min_blocks=1)
 # of 2) is what none of them changed. 3 stages keep it inside sm_80's 163 KB. (128 x 128 with
 # K slices of 64 spills at the 128 registers that 2 blocks per SM allow.)
 mma_128x256x64_s3 = _mma(128, 256, 64, 64, stages=3, min_blocks=1, bk=64)
+# The same warps and K slices on a 256 x 128 tile: A's slice is the larger one (159 KB, inside sm_80's 163).
+mma_256x128x64_s3 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64)
 
 # FP32 FFMA. 128 x 128 (8 x 8 per lane): 2 blocks per SM wanted; 128 x 256
 # (8 x 16 per lane, cuBLAS's per-thread work): 1 block per SM.
@@ -79,7 +81,7 @@ sgemm_128x256x16_cp2 = _sgemm(256, 16, fill=1, stages=2, min_blocks=1)
 sgemm_128x256x8_cp3 = _sgemm(256, 8, fill=1, stages=3, min_blocks=1)
 
 MMA_CANDIDATES: list[CudaKernel] = [mma_128x128_s3, mma_128x128_s4, mma_128x256_s3, mma_128x256_s4,
-                                    mma_128x256x64_s3]
+                                    mma_128x256x64_s3, mma_256x128x64_s3]
 SGEMM_CANDIDATES: list[CudaKernel] = [
     sgemm_128x128x8_rp2, sgemm_128x128x16_cp2, sgemm_128x128x16_cp3,
     sgemm_128x256x8_rp2, sgemm_128x256x16_cp2, sgemm_128x256x8_cp3,
@@ -95,6 +97,7 @@ DESIGNS: dict[str, str] = {
     "mma-fp16-128x256x32-s3": "mma.sync m16n8k16 + ldmatrix, 8 warps of 64x64, 3-slice ring, 1 block/SM",
     "mma-fp16-128x256x32-s4": "the same, 4-slice ring (the rung mma-fp16)",
     "mma-fp16-128x256x64-s3": "128x256, 8 warps of 64x64, K slices of 64 (one barrier per 4 k16 steps), 3-slice ring",
+    "mma-fp16-256x128x64-s3": "256x128, 8 warps of 64x64, K slices of 64, 3-slice ring",
     "sgemm-128x128x8-rp2": "warptile layout (8x8/lane, A transposed), register prefetch, 2 shared buffers, 1 barrier per K=8 slice",
     "sgemm-128x128x16-cp2": "8x8/lane, cp.async 2-slice ring, A untransposed (rows 8 apart per lane, odd pitch)",
     "sgemm-128x128x16-cp3": "the same, 3-slice ring",
@@ -115,7 +118,8 @@ def by_name(name: str) -> CudaKernel:
 __all__ = [
     "CANDIDATES", "MMA_CANDIDATES", "SGEMM_CANDIDATES", "DESIGNS", "by_name",
     "mma_smem_bytes", "sgemm_smem_bytes", "MMA_BK",
-    "mma_128x128_s3", "mma_128x128_s4", "mma_128x256_s3", "mma_128x256_s4",
+    "mma_128x128_s3", "mma_128x128_s4", "mma_128x256_s3", "mma_128x256_s4", "mma_128x256x64_s3",
+    "mma_256x128x64_s3",
     "sgemm_128x128x8_rp2", "sgemm_128x128x16_cp2", "sgemm_128x128x16_cp3",
     "sgemm_128x256x8_rp2", "sgemm_128x256x16_cp2", "sgemm_128x256x8_cp3",
 ]

@@ -1,0 +1,78 @@
+"""Keep the host's launch time out of a timed call.
+
+The start event runs on the GPU as soon as the stream reaches it. If the host then spends
+longer launching the call than the GPU has queued work in front of it (cuBLAS's host-side
+work, Python, a busy or freshly booted machine), the GPU idles inside the timed region and
+the call reads slow: seen on an H200 as cuBLAS fp16 at 4096^3 reading 0.224 ms in one process
+and 0.178 ms (what Nsight Compute measures) in the next, while our own kernels, cheaper to
+launch, held still.
+
+So before the start event a one-thread kernel (``launch_guard.cu``) waits ``wait_us`` on the
+GPU, and an event after it tells whether it was still running when the call's launch
+returned. If it was not, the launch may have been late: the call is timed again with twice
+the wait, up to ``MAX_WAIT_US``; beyond that a late call is kept and counted
+(``TimingResult.late_launches``), e.g. for a kernel whose wrapper synchronises the device.
+``GuardPolicy`` is the pure part.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+START_WAIT_US = 200.0   # a cuBLAS call's host side takes tens of microseconds
+MAX_WAIT_US = 6400.0    # five doublings; past this, late calls are kept and counted
+
+
+@dataclass
+class GuardPolicy:
+    """How long the guard waits, and what a late launch does to it."""
+
+    wait_us: float = START_WAIT_US
+    max_wait_us: float = MAX_WAIT_US
+    late_kept: int = 0   # late calls kept because the wait could grow no more
+
+    def retime(self, late: bool) -> bool:
+        """True when the call just timed must be timed again (after doubling the wait)."""
+        if not late:
+            return False
+        if self.wait_us < self.max_wait_us:
+            self.wait_us = min(2.0 * self.wait_us, self.max_wait_us)
+            return True
+        self.late_kept += 1
+        return False
+
+
+_FUNCTIONS: dict[str, Any] = {}
+
+
+class LaunchGuard:
+    """``hold(stream)`` before the start event, ``late()`` after the call was launched."""
+
+    def __init__(self, policy: GuardPolicy | None = None):
+        import cupy
+
+        self.policy = policy or GuardPolicy()
+        self._done = cupy.cuda.Event(disable_timing=True)
+        self._function = _guard_function()
+
+    def hold(self, stream: Any) -> None:
+        import numpy as np
+
+        self._function((1,), (1,), (np.uint64(int(self.policy.wait_us * 1000)),), stream=stream)
+        self._done.record(stream)
+
+    def late(self) -> bool:
+        """The guard had already finished when this was asked: the GPU may have waited for the launch."""
+        return bool(self._done.done)
+
+
+def _guard_function() -> Any:
+    """``gemm_launch_guard`` compiled for the current device, once per process and device."""
+    import cupy
+
+    from .package_kernels import package_function
+
+    cc = cupy.cuda.Device().compute_capability
+    if cc not in _FUNCTIONS:
+        _FUNCTIONS[cc] = package_function(f"sm_{cc}", "launch_guard.cu", "gemm_launch_guard", block=(1,))
+    return _FUNCTIONS[cc]
