@@ -99,8 +99,9 @@ def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks:
 
 
 # The top tensor-core rung: mma.sync m16n8k16 through ldmatrix, 8 warps of 64 x 64 on a
-# 128 x 256 block tile, a 4-slice cp.async ring (reference_kernels/NOTES.md: the variants measured).
-mma_fp16 = mma_fp16_kernel(128, 256, 64, 64, stages=4, min_blocks=1, name="mma-fp16")
+# 256 x 128 block tile, a 3-slice cp.async ring of K slices of 64 (159 KB: inside sm_80's
+# 163 KB). reference_kernels/NOTES.md: the variants measured.
+mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64)
 
 #: The CUDA rungs, in ladder order.
 CUDA_RUNGS: list[CudaKernel] = [

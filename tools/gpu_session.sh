@@ -51,7 +51,7 @@ for stage in "$@"; do
       grep -E "^(FAILED|ERROR)|passed|failed" "$out/tests.txt" | tail -15
       ;;
     ladder)
-      walled 'ladder -n 0' 250 python3 -m pytest "${ladder_args[@]}" --gemm-report "$out/ladder.json" > "$out/ladder.txt" 2>&1
+      walled 'ladder -n 0' 300 python3 -m pytest "${ladder_args[@]}" --gemm-report "$out/ladder.json" > "$out/ladder.txt" 2>&1
       tail -45 "$out/ladder.txt"
       python3 tools/ladder_table.py "$out/ladder.json" | tee "$out/ladder.md"
       ;;
@@ -60,7 +60,7 @@ for stage in "$@"; do
         -p no:cacheprovider --durations=25 2>&1 | tail -40 | tee "$out/one_kernel.txt"
       ;;
     parallel)
-      walled 'ladder -n 2' 200 python3 -m pytest "${ladder_args[@]}" -n 2 --gemm-report "$out/ladder_n2.json" > "$out/ladder_n2.txt" 2>&1
+      walled 'ladder -n 2' 220 python3 -m pytest "${ladder_args[@]}" -n 2 --gemm-report "$out/ladder_n2.json" > "$out/ladder_n2.txt" 2>&1
       tail -25 "$out/ladder_n2.txt"
       ;;
     followup)
