@@ -12,6 +12,7 @@
 #   bash tools/gpu_session.sh diagnose  # why medians move between processes: fidelity with clocks sampled for
 #                                       # cuBLAS fp32/fp16 and our rungs, cuBLAS's kernel per process (ncu),
 #                                       # the tensor candidates  ~4 min
+#   bash tools/gpu_session.sh sizes     # the top rungs and cuBLAS ranked at 2048^3 and 8192^3  ~1 min
 #   bash tools/gpu_session.sh ladder perf          # stages in order, one install (about 8 min)
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
@@ -21,12 +22,23 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
-[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|ladder|one|parallel|perf|followup|diagnose ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|ladder|one|parallel|perf|followup|diagnose|sizes ..." >&2; exit 2; }
 for stage in "$@"; do
-  case "$stage" in tests|ladder|one|parallel|perf|followup|diagnose) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
+  case "$stage" in tests|ladder|one|parallel|perf|followup|diagnose|sizes) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 limit() { timeout -k 15 "$@"; }
+# Kill what a stage left running (sandbox workers, xdist workers), but never this script or
+# the shell that started it: their command lines may hold the same words (pkill -f would
+# match them and end the whole call).
+stop_leftovers() {
+  local keep=" $$ " p=$$
+  while [ "${p:-1}" -gt 1 ]; do p=$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' '); keep+="${p:-1} "; done
+  for pid in $(pgrep -f "python3 -m pytest|perf_candidates|fidelity.py|edge_cost|cublas_kernels"); do
+    [[ "$keep" == *" $pid "* ]] || kill "$pid" 2>/dev/null
+  done
+  return 0
+}
 # walled LABEL LIMIT CMD...: run CMD under LIMIT seconds and print its wall time
 walled() { local label=$1 t0=$EPOCHREALTIME; shift; limit "$@"; local rc=$?
   python3 -c "import sys; print(f'{sys.argv[1]}, wall {float(sys.argv[3]) - float(sys.argv[2]):.1f} s (exit {sys.argv[4]})')" \
@@ -75,6 +87,12 @@ for stage in "$@"; do
       walled 'one kernel with --gemm-ladder' 100 python3 -m pytest --gemm-kernel examples/my_kernels.py:tiled \
         --gemm-ladder -q -p no:cacheprovider 2>&1 | tail -22 | tee "$out/one_ladder.txt"
       ;;
+    sizes)
+      for size in 2048 8192; do
+        walled "ranking at $size" 90 python3 -m pytest --pyargs conformance -q -p no:cacheprovider --gemm-bench-shape $size \
+          -k "speed-warptile or speed-mma-fp16 or speed-cublas-fp32 or speed-cublas-fp16" 2>&1 | grep -E "^ +[0-9]+ |rank|passed|failed"
+      done | tee "$out/sizes.txt"
+      ;;
     diagnose)
       walled 'fidelity, 4 kernels' 200 python3 tools/fidelity.py --kernels cublas-fp32,warptile,cublas-fp16,mma-fp16 \
         --out "$out/fidelity.json" > /dev/null 2> "$out/fidelity.txt"
@@ -94,6 +112,6 @@ for stage in "$@"; do
       } | tee "$out/perf.txt"
       ;;
   esac
-  pkill -f "python3 -m pytest|perf_candidates|fidelity.py|edge_cost|cublas_kernels" 2>/dev/null || true
+  stop_leftovers
 done
 echo "=== done ($(date +%T))"
