@@ -1,4 +1,4 @@
-// The rung mma-fp16 (built 128 x 256, 4 stages) and the candidates of
+// The rung mma-fp16 (built 256 x 128, K slices of 64, 3 stages) and the candidates of
 // candidates/: tensor cores through inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half,
 // C (M x N) row-major float. Any M, N, K >= 1.
 //

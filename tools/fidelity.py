@@ -39,9 +39,11 @@ L2 warm and hides the gaps between launches, so the harness is expected a little
 a compute-bound size (on an H200 at 4096, a harness-style median of 2.708 ms against Nsight
 Compute's 2.68 ms per call: +1.0 %); a gap of several percent means the harness puts its own
 overhead inside the timed region. ``processes.range`` = (max - min) / median of the
-per-process medians (8 medians spanned 2.4 % on that H200; on 2026-11-30, 5 spanned 5.5 %
-while the ladder's own rungs moved under 0.6 % between two processes): kernels whose ratios
-to cuBLAS differ by less than that cannot be told apart by one run.
+per-process medians: kernels whose ratios to cuBLAS differ by less than that cannot be told
+apart by one run. On an H200 on 2026-11-30, 5 processes spanned 5.5 % for cuBLAS FP32 while
+our own rungs held still: the start event ran before cuBLAS's host-side work had launched the
+kernel. With the launch guard (pytest_gemm/launch_guard.py) the same 5-process run spans
+0.05 % (cuBLAS FP32) and 0.30 % (cuBLAS fp16), harness +0.34 % over the loop.
 """
 from __future__ import annotations
 
