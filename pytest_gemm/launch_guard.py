@@ -7,9 +7,11 @@ the call reads slow: seen on an H200 as cuBLAS fp16 at 4096^3 reading 0.224 ms i
 and 0.178 ms (what Nsight Compute measures) in the next, while our own kernels, cheaper to
 launch, held still.
 
-So before the start event a one-thread kernel (``launch_guard.cu``) waits ``wait_us`` on the
-GPU, and an event after it tells whether it was still running when the call's launch
-returned. If it was not, the launch may have been late: the call is timed again with twice
+So before the start event a kernel (``launch_guard.cu``) waits ``wait_us`` on the GPU, and an
+event after it tells whether it was still running when the call's launch returned. It takes
+every thread slot of every SM (``guard_grid``): work a kernel starts early on another stream
+cannot run beside the wait and finish before the timed region begins (a longer wait would
+otherwise be a head start to hide work in). If it was not, the launch may have been late: the call is timed again with twice
 the wait, up to ``MAX_WAIT_US``; beyond that a late call is kept and counted
 (``TimingResult.late_launches``), e.g. for a kernel whose wrapper synchronises the device.
 ``GuardPolicy`` is the pure part.
@@ -42,6 +44,15 @@ class GuardPolicy:
         return False
 
 
+GUARD_THREADS = 256  # threads per block: 1024, 1536 and 2048 threads per SM are multiples of it
+
+
+def guard_grid(sm_count: int, max_threads_per_sm: int) -> tuple[int, int]:
+    """(blocks, threads per block) that fill every thread slot of every SM."""
+    per_sm = max(1, -(-max_threads_per_sm // GUARD_THREADS))
+    return sm_count * per_sm, GUARD_THREADS
+
+
 _FUNCTIONS: dict[str, Any] = {}
 
 
@@ -54,11 +65,16 @@ class LaunchGuard:
         self.policy = policy or GuardPolicy()
         self._done = cupy.cuda.Event(disable_timing=True)
         self._function = _guard_function()
+        from .device import describe
+
+        device = describe(cupy.cuda.Device().id)
+        self._grid = guard_grid(device.sm_count, device.max_threads_per_sm or 2048)
 
     def hold(self, stream: Any) -> None:
         import numpy as np
 
-        self._function((1,), (1,), (np.uint64(int(self.policy.wait_us * 1000)),), stream=stream)
+        blocks, threads = self._grid
+        self._function((blocks,), (threads,), (np.uint64(int(self.policy.wait_us * 1000)),), stream=stream)
         self._done.record(stream)
 
     def late(self) -> bool:
@@ -74,5 +90,6 @@ def _guard_function() -> Any:
 
     cc = cupy.cuda.Device().compute_capability
     if cc not in _FUNCTIONS:
-        _FUNCTIONS[cc] = package_function(f"sm_{cc}", "launch_guard.cu", "gemm_launch_guard", block=(1,))
+        _FUNCTIONS[cc] = package_function(f"sm_{cc}", "launch_guard.cu", "gemm_launch_guard",
+                                          block=(GUARD_THREADS,))
     return _FUNCTIONS[cc]

@@ -65,3 +65,11 @@ def test_a_slow_launch_is_kept_out_of_the_timed_region(gemm_device):
     assert unguarded.median_ms > 1.5, unguarded  # without the guard the sleep is timed (the test can fail)
     assert guarded.median_ms < kernel_alone.median_ms + 0.05, (guarded, kernel_alone)
     assert guarded.late_launches == 0
+
+
+@pytest.mark.parametrize("sms, threads_per_sm, blocks", [(132, 2048, 1056), (68, 1024, 272), (84, 1536, 504)])
+def test_the_guard_takes_every_thread_slot_of_every_sm(sms, threads_per_sm, blocks):
+    from pytest_gemm.launch_guard import guard_grid
+
+    grid, threads = guard_grid(sms, threads_per_sm)
+    assert (grid, grid * threads) == (blocks, sms * threads_per_sm)

@@ -201,6 +201,21 @@ def test_honest_kernel_passes_the_speed_check(pytester: pytest.Pytester):
     assert result.ret == pytest.ExitCode.OK, output
 
 
+def test_work_started_early_on_another_stream_gets_no_head_start(pytester: pytest.Pytester):
+    """head_start grows the launch guard's wait with late launches, then starts its work on a
+    side stream during that wait. The guard takes every SM, so the work cannot run before the
+    start event: head_start must time like healthy (the same kernel) in the same run."""
+    result, entries, output, _ = run_suite(pytester, ["healthy", "head_start"], "speed-healthy or speed-head_start",
+                                           gemm_timeout=None, timeout=600)
+    medians = {}
+    for name in ("healthy", "head_start"):
+        (rec,) = [c for c in entries[name]["checks"] if c["check"] == "speed"]
+        assert rec["outcome"] == "passed", (name, rec.get("message"))
+        (timing,) = entries[name]["timings"]
+        medians[name] = timing["median_ms"]
+    assert medians["head_start"] >= 0.97 * medians["healthy"], (medians, output)
+
+
 # -- the key test: one run, a correct kernel among faults, a hang and an exit -----------------
 
 HEALTHY_RUN_FAILS: dict[str, tuple[str, tuple[str, ...]]] = {

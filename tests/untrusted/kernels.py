@@ -43,6 +43,11 @@ writes_into_harness also stores C's last row in the N floats after C          gu
 modifies_inputs     Python launcher: computes, then zeroes A                  guards    input_modified
 =================== ========================================================= ========= ===================
 
+``NEUTRALIZED`` holds ``head_start``: late launches until the launch guard waits its longest,
+then the real work started on a side stream during that wait and joined back. Nothing about it
+is wrong or escapes; the guard, which takes every SM, gives it no head start, so it must time
+like ``healthy``.
+
 ``CORRECT`` holds ``healthy`` (16x16 tiles, any shape), which must pass every
 check in the same run as the kernels that fault, hang and exit.
 
@@ -193,6 +198,37 @@ def modifies_inputs(a: Any, b: Any, c: Any) -> None:
     a.fill(0)  # UNTRUSTED: A belongs to the caller
 
 
+_HEAD_START_CALLS: dict[tuple[Any, ...], int] = {}
+LATE_CALLS = 8  # enough late launches for the harness's launch guard to reach its longest wait
+
+
+@kernel(name="head_start")
+def head_start(a: Any, b: Any, c: Any) -> None:
+    """Launches late on purpose (a device synchronise first) until the harness's launch guard
+    waits its longest, then starts the real work on a side stream that does not wait for the
+    caller, while the guard's wait is still running, and joins it back: without a guard that
+    takes the whole GPU, much of the work would be done before the start event."""
+    import time
+
+    import cupy
+
+    shape = (a.shape, b.shape)
+    calls = _HEAD_START_CALLS[shape] = _HEAD_START_CALLS.get(shape, 0) + 1
+    caller = cupy.cuda.get_current_stream()
+    if calls <= LATE_CALLS:
+        cupy.cuda.runtime.deviceSynchronize()  # UNTRUSTED: a late launch makes the guard wait longer
+        _real_work(a, b, c)
+        return
+    time.sleep(0.0005)  # the harness's input copies, queued before its guard, are done by now
+    key = -1 - cupy.cuda.Device().id  # its own stream: _side_stream()'s waits for the caller
+    if key not in _SIDE_STREAMS:
+        _SIDE_STREAMS[key] = cupy.cuda.Stream(non_blocking=True)
+    side = _SIDE_STREAMS[key]
+    with side:
+        _real_work(a, b, c)  # UNTRUSTED: starts now, not after the caller's queued work
+    caller.wait_event(side.record())  # joined: nothing escapes, the output is right
+
+
 UNTRUSTED: dict[str, tuple[Any, str, str]] = {
     "illegal_address": (illegal_address, "fault", "exact"),
     "endless_loop": (endless_loop, "timeout", "exact"),
@@ -211,7 +247,10 @@ UNTRUSTED: dict[str, tuple[Any, str, str]] = {
 
 CORRECT: dict[str, Any] = {"healthy": healthy}
 
-ALL: dict[str, Any] = {**{name: k for name, (k, _, _) in UNTRUSTED.items()}, **CORRECT}
+# Cheats that are not caught but given nothing: they must time like the honest kernel.
+NEUTRALIZED: dict[str, Any] = {"head_start": head_start}
+
+ALL: dict[str, Any] = {**{name: k for name, (k, _, _) in UNTRUSTED.items()}, **CORRECT, **NEUTRALIZED}
 
 for _name, _kernel in ALL.items():
     assert _kernel.name == _name and globals()[_name] is _kernel, _name
