@@ -33,7 +33,8 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
                                  "fraction_of_roof": r.get("fraction_of_roof"),
                                  "roof_kind": r.get("roof_kind"),
                                  "cublas_median_ms": r.get("cublas", {}).get("median_ms"),
-                                 "gpu_shared": bool(r.get("gpu_shared"))})
+                                 "gpu_shared": bool(r.get("gpu_shared")),
+                                 "late_launches": int(t.get("late_launches") or 0)})
         if r.get("check") == "sweep" and r.get("sweep"):
             from .sweep import report_entries
 

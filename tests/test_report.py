@@ -53,3 +53,11 @@ def test_json_report_has_schema_verdicts_checks_and_timings():
     assert kernel["verdict"] == "failed" and kernel["failure_categories"] == ["out_of_bounds_write"]
     assert {c["check"] for c in kernel["checks"]} == {"exact", "guards", "speed"}
     assert kernel["timings"][0]["fraction_of_cublas"] == 0.9
+
+
+def test_json_report_counts_timed_calls_whose_launch_outlasted_the_guard():
+    late = _speed("late", 3.0, 45.8, 0.9)
+    late["timing"]["late_launches"] = 4
+    kernels = {k["name"]: k for k in build_report([late, _speed("prompt", 3.0, 45.8, 0.9)], {})["kernels"]}
+    assert kernels["late"]["timings"][0]["late_launches"] == 4
+    assert kernels["prompt"]["timings"][0]["late_launches"] == 0
