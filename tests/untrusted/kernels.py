@@ -90,18 +90,25 @@ def _real_work(a: Any, b: Any, c: Any) -> None:
     load(healthy, require_device())(a, b, c, m, n, k)
 
 
-_SIDE_STREAMS: dict[int, Any] = {}
+_STREAMS: dict[tuple[str, int], Any] = {}
+
+
+def _non_blocking_stream(purpose: str) -> Any:
+    """One ``Stream(non_blocking=True)`` per purpose and device, made once."""
+    import cupy
+
+    key = (purpose, cupy.cuda.Device().id)
+    if key not in _STREAMS:
+        _STREAMS[key] = cupy.cuda.Stream(non_blocking=True)
+    return _STREAMS[key]
 
 
 def _side_stream() -> Any:
-    """One non-blocking stream per device; its start is ordered after the caller's stream,
-    so the inputs are ready, but nothing orders the caller after it."""
+    """A non-blocking stream whose start is ordered after the caller's stream, so the inputs
+    are ready, but nothing orders the caller after it."""
     import cupy
 
-    device = cupy.cuda.Device().id
-    if device not in _SIDE_STREAMS:
-        _SIDE_STREAMS[device] = cupy.cuda.Stream(non_blocking=True)
-    side = _SIDE_STREAMS[device]
+    side = _non_blocking_stream("side")
     side.wait_event(cupy.cuda.get_current_stream().record())
     return side
 
@@ -220,10 +227,7 @@ def head_start(a: Any, b: Any, c: Any) -> None:
         _real_work(a, b, c)
         return
     time.sleep(0.0005)  # the harness's input copies, queued before its guard, are done by now
-    key = -1 - cupy.cuda.Device().id  # its own stream: _side_stream()'s waits for the caller
-    if key not in _SIDE_STREAMS:
-        _SIDE_STREAMS[key] = cupy.cuda.Stream(non_blocking=True)
-    side = _SIDE_STREAMS[key]
+    side = _non_blocking_stream("head_start")  # not _side_stream(): that one waits for the caller
     with side:
         _real_work(a, b, c)  # UNTRUSTED: starts now, not after the caller's queued work
     caller.wait_event(side.record())  # joined: nothing escapes, the output is right
