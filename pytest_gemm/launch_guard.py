@@ -53,7 +53,7 @@ def guard_grid(sm_count: int, max_threads_per_sm: int) -> tuple[int, int]:
     return sm_count * per_sm, GUARD_THREADS
 
 
-_FUNCTIONS: dict[str, Any] = {}
+_GUARDS: dict[int, tuple[Any, tuple[int, int]]] = {}
 
 
 class LaunchGuard:
@@ -64,11 +64,7 @@ class LaunchGuard:
 
         self.policy = policy or GuardPolicy()
         self._done = cupy.cuda.Event(disable_timing=True)
-        self._function = _guard_function()
-        from .device import describe
-
-        device = describe(cupy.cuda.Device().id)
-        self._grid = guard_grid(device.sm_count, device.max_threads_per_sm or 2048)
+        self._function, self._grid = _guard_for_current_device()
 
     def hold(self, stream: Any) -> None:
         import numpy as np
@@ -82,14 +78,17 @@ class LaunchGuard:
         return bool(self._done.done)
 
 
-def _guard_function() -> Any:
-    """``gemm_launch_guard`` compiled for the current device, once per process and device."""
+def _guard_for_current_device() -> tuple[Any, tuple[int, int]]:
+    """``gemm_launch_guard`` compiled for the current device and the grid that fills it, made
+    once per process and device (every timed run asks)."""
     import cupy
 
+    from .device import describe
     from .package_kernels import package_function
 
-    cc = cupy.cuda.Device().compute_capability
-    if cc not in _FUNCTIONS:
-        _FUNCTIONS[cc] = package_function(f"sm_{cc}", "launch_guard.cu", "gemm_launch_guard",
-                                          block=(GUARD_THREADS,))
-    return _FUNCTIONS[cc]
+    index = cupy.cuda.Device().id
+    if index not in _GUARDS:
+        device = describe(index)
+        function = package_function(device.arch, "launch_guard.cu", "gemm_launch_guard", block=(GUARD_THREADS,))
+        _GUARDS[index] = (function, guard_grid(device.sm_count, device.max_threads_per_sm or 2048))
+    return _GUARDS[index]
