@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Launch one kernel (a ladder rung or a candidate) a few times at SIZE^3, nothing else: run it
+under Nsight Compute to see where its time goes (tensor pipe busy, warp stalls, L2 and DRAM
+traffic). Needs a GPU.
+
+    ncu --clock-control none --kernel-name regex:gemm_ --launch-skip 1 --launch-count 1 \\
+        --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \\
+        python3 tools/profile_kernel.py --kernel mma-fp16 --size 4096
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernel", required=True, help="a rung (reference_kernels) or candidate name")
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--calls", type=int, default=3)
+    args = parser.parse_args()
+    import cupy
+
+    from pytest_gemm.checks import harness_for
+    from pytest_gemm.device import probe
+
+    sys.path.insert(0, str(REPO / "tools"))
+    from perf_candidates import kernel_by_name
+
+    kernel = kernel_by_name(args.kernel)
+    device = probe()
+    if isinstance(device, str):
+        print(device, file=sys.stderr)
+        return 2
+    h = harness_for(kernel, device)
+    n = args.size
+    dtype = {"fp32": cupy.float32, "fp16": cupy.float16, "bf16": None}[kernel.precision]
+    rng = cupy.random.RandomState(1234)
+    a = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cupy.float32).astype(dtype)
+    b = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cupy.float32).astype(dtype)
+    c = cupy.empty((n, n), dtype=cupy.float32)
+    for _ in range(args.calls):
+        h.loaded(a, b, c, n, n, n)
+    cupy.cuda.runtime.deviceSynchronize()
+    print(f"{kernel.name}: {args.calls} calls at {n}^3 done", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
