@@ -78,30 +78,43 @@ cpasync4 = _cpasync(4)
 MMA_BK = 32  # the default K slice of mma_fp16.cu (-DMMA_BK)
 
 
-def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK) -> int:
-    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x (BK+8) + BK x (BN+8)) halves."""
-    return stages * (bm * (bk + 8) + bk * (bn + 8)) * 2
+def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK, swizzle: bool = False) -> int:
+    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x (BK+8) + BK x (BN+8)) halves, or
+    STAGES x (BM x BK + BK x BN) with the swizzled layout (no padding)."""
+    pad = 0 if swizzle else 8
+    return stages * (bm * (bk + pad) + bk * (bn + pad)) * 2
 
 
 def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
-                    name: str | None = None, bk: int = MMA_BK) -> CudaKernel:
+                    name: str | None = None, bk: int = MMA_BK, frag_pipe: int = 0,
+                    group_m: int = 0, swizzle: bool = False) -> CudaKernel:
     """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
-    ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``)."""
+    ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``).
+    ``frag_pipe``: 1, fragments of the next k16 step loaded during this one's mma.sync
+    (``-DMMA_FRAG_PIPE=1``, name suffix ``-fp``); 2, the same with half of a slice's last
+    mma.sync issued before its barrier (suffix ``-fp2``); ``group_m``: blocks numbered in groups of that
+    many tile rows (``-DMMA_GROUP_M``, suffix ``-g<n>``); ``swizzle``: unpadded shared rows with
+    XOR-swizzled 16-byte chunks (``-DMMA_SWIZZLE=1``, suffix ``-sw``)."""
     threads = (bm // wm) * (bn // wn) * 32
-    slice_option = () if bk == MMA_BK else (f"-DMMA_BK={bk}",)  # the default build keeps its options
+    # Options only where they differ from the source's defaults: the default build keeps its options.
+    extra = ((f"-DMMA_BK={bk}",) if bk != MMA_BK else ()) + ((f"-DMMA_FRAG_PIPE={frag_pipe}",) if frag_pipe else ()) \
+        + ((f"-DMMA_GROUP_M={group_m}",) if group_m else ()) + (("-DMMA_SWIZZLE=1",) if swizzle else ())
+    suffix = {0: "", 1: "-fp", 2: "-fp2"}[frag_pipe] + (f"-g{group_m}" if group_m else "") + ("-sw" if swizzle else "")
     return CudaKernel(
         source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
-        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk),
+        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk, swizzle),
         options=(f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}",
-                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", *slice_option),
-        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}",
+                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", *extra),
+        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}{suffix}",
     )
 
 
 # The top tensor-core rung: mma.sync m16n8k16 through ldmatrix, 8 warps of 64 x 64 on a
-# 256 x 128 block tile, a 3-slice cp.async ring of K slices of 64 (159 KB: inside sm_80's
-# 163 KB). reference_kernels/NOTES.md: the variants measured.
-mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64)
+# 256 x 128 block tile, a 3-slice cp.async ring of K slices of 64 in unpadded, XOR-swizzled
+# shared rows (144 KB: inside sm_80's 163 KB), the next k16 step's fragments loaded during this
+# step's mma.sync. reference_kernels/NOTES.md: the variants measured.
+mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64, frag_pipe=1,
+                           swizzle=True)
 
 #: The CUDA rungs, in ladder order.
 CUDA_RUNGS: list[CudaKernel] = [

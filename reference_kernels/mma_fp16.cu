@@ -1,5 +1,5 @@
-// The rung mma-fp16 (built 256 x 128, K slices of 64, 3 stages) and the candidates of
-// candidates/: tensor cores through inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half,
+// The rung mma-fp16 (built 256 x 128, K slices of 64, 3 stages, MMA_FRAG_PIPE=1, MMA_SWIZZLE=1)
+// and the candidates of candidates/: tensor cores through inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half,
 // C (M x N) row-major float. Any M, N, K >= 1.
 //
 // Parameters (-D, defaults in brackets):
@@ -9,6 +9,15 @@
 //   MMA_WM, MMA_WN   warp tile [64, 32]; warps = (BM/WM) x (BN/WN), threads = 32 x warps
 //   MMA_STAGES       depth of the cp.async ring in shared memory, 2..5 [3]
 //   MMA_MIN_BLOCKS   second __launch_bounds__ argument (resident blocks per SM wanted) [1]
+//   MMA_FRAG_PIPE    1: the warp's fragments for the next k16 step are loaded from shared
+//                    memory while the current step's mma.sync run, across K slices too (the
+//                    slice barrier moves into the last k16 step); needs BK / 16 even; 2: the
+//                    same, and half of the last step's mma.sync issued before that barrier [0]
+//   MMA_SWIZZLE      1: unpadded shared rows, 16-byte chunks XOR-swizzled (below); needs BK and
+//                    WN multiples of 64 and BN a multiple of 64; 0: padded rows [0]
+//   MMA_GROUP_M      > 0: blocks are numbered in groups of this many block rows, column by
+//                    column inside a group, so that the blocks resident at once share A rows
+//                    and B columns in the L2; 0: block (x, y) computes C tile (x, y) [0]
 // Shared memory is dynamic: MMA_STAGES x (BM x (BK+8) + BK x (BN+8)) halves; the
 // exact figure is also exported as the constant gemm_mma_fp16_smem_bytes so the
 // Python declaration can be checked against it.
@@ -45,7 +54,15 @@
 //        matrix 2 = k 0-7 / n 8-15  -> reg 2 = b0 of n-tile n0 + 8
 //        matrix 3 = k 8-15 / n 8-15 -> reg 3 = b1 of n-tile n0 + 8
 //
-// Shared layout (per stage): As[BM][A_LD] with A_LD = BK + 8 = 40 halves (80 B
+// Shared layout (per stage), MMA_SWIZZLE=1 (the rung): As[BM][BK], Bs[BK][BN], no padding;
+// rows are whole 128-byte lines and chunk c (16 bytes) of row r is stored at c ^ (r % 8)
+// inside its aligned group of 8 (swizzled() below). The 8 rows of one ldmatrix matrix read
+// one logical chunk, so they hit 8 different 16-byte slots: conflict-free. And the 8 (A) or
+// 16 (B) copies of one row fill whole lines, which the padded layout below does not: there a
+// row straddles line boundaries and each cp.async of a warp is split (NOTES.md: 1.47x the L2
+// reads of the ideal, the rung 17 % slower).
+//
+// Shared layout (per stage), MMA_SWIZZLE=0: As[BM][A_LD] with A_LD = BK + 8 = 40 halves (80 B
 // rows; 72 halves, 144 B, for BK = 64), Bs[BK][B_LD] with B_LD = BN + 8 halves (272 B rows for BN = 128, 528 B
 // for BN = 256). Padding instead of a swizzle: the 8 row addresses of one 8x8
 // matrix are 80 / 144 B (A) or 272 / 528 B (B) apart, i.e. 16 B-slots 5, 9, 17 or 33
@@ -68,7 +85,8 @@
 // every thread's copies of tile kt visible AND proves every warp finished
 // computing tile kt-1, whose stage ((kt-1) % STAGES == (kt+STAGES-1) % STAGES)
 // the copies of tile kt+STAGES-1 issued next overwrite; then it commits (maybe
-// an empty group, keeping the count uniform) and computes tile kt.
+// an empty group, keeping the count uniform) and computes tile kt. With MMA_FRAG_PIPE the
+// same wait and barrier move into the last k16 step of the previous tile (see the loop).
 //
 // Epilogue straight from the accumulators: each lane writes float2 pairs
 // C[row][2t, 2t+1] (8-byte stores, one 32-byte sector per 4 lanes) when N is
@@ -97,6 +115,15 @@
 #ifndef MMA_MIN_BLOCKS
 #define MMA_MIN_BLOCKS 1
 #endif
+#ifndef MMA_FRAG_PIPE
+#define MMA_FRAG_PIPE 0
+#endif
+#ifndef MMA_GROUP_M
+#define MMA_GROUP_M 0
+#endif
+#ifndef MMA_SWIZZLE
+#define MMA_SWIZZLE 0
+#endif
 
 #define MMA_THREADS ((MMA_BM / MMA_WM) * (MMA_BN / MMA_WN) * 32)
 
@@ -108,12 +135,15 @@ enum : int {
     WM = MMA_WM,
     WN = MMA_WN,
     STAGES = MMA_STAGES,
+    KSTEPS = BK / 16,      // k16 steps per K slice
+    GROUP_M = MMA_GROUP_M,
     WARPS_N = BN / WN,
     NTHREADS = MMA_THREADS,
     MI = WM / 16,          // m16 tiles per warp
     NI = WN / 8,           // n8 tiles per warp
-    A_LD = BK + 8,         // halves per shared row of A
-    B_LD = BN + 8,         // halves per shared row of B
+    SWIZZLE = MMA_SWIZZLE,
+    A_LD = SWIZZLE ? BK : BK + 8,  // halves per shared row of A
+    B_LD = SWIZZLE ? BN : BN + 8,  // halves per shared row of B
     A_STAGE = BM * A_LD,   // halves per stage
     B_STAGE = BK * B_LD,
     SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * 2,
@@ -130,11 +160,17 @@ enum : int {
 static_assert(BM % WM == 0 && BN % WN == 0, "the warp tile must divide the block tile");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: 16-row A fragments, B loaded 16 columns per ldmatrix.x4");
 static_assert(STAGES >= 2 && STAGES <= 5, "MMA_STAGES must be 2..5");
+static_assert(!MMA_FRAG_PIPE || KSTEPS % 2 == 0, "MMA_FRAG_PIPE alternates two fragment buffers: BK / 16 must be even");
+static_assert(GROUP_M >= 0, "MMA_GROUP_M must be >= 0");
 static_assert(BK % 16 == 0 && BK >= 16, "MMA_BK must be a multiple of 16 (one k16 step of mma.m16n8k16)");
 static_assert(NTHREADS % A_CHUNKS_ROW == 0 && BM % A_PASS == 0 && A_CHUNKS >= 1, "A tile chunks must spread evenly");
 static_assert(NTHREADS % B_CHUNKS_ROW == 0 && BK % B_PASS == 0 && B_CHUNKS >= 1, "B tile chunks must spread evenly");
-static_assert(((A_LD * 2 / 16) % 2 == 1) && ((B_LD * 2 / 16) % 2 == 1) && (A_LD * 2) % 16 == 0 && (B_LD * 2) % 16 == 0,
+static_assert(SWIZZLE || (((A_LD * 2 / 16) % 2 == 1) && ((B_LD * 2 / 16) % 2 == 1) && (A_LD * 2) % 16 == 0 &&
+                          (B_LD * 2) % 16 == 0),
               "padded rows must be an odd number of 16-byte slots (conflict-free ldmatrix, aligned cp.async)");
+static_assert(!SWIZZLE || (BK % 64 == 0 && BN % 64 == 0 && WN % 64 == 0 && A_PASS % 8 == 0 && B_PASS % 8 == 0),
+              "MMA_SWIZZLE needs whole 128-byte rows (BK, BN multiples of 64), warp columns on 128-byte "
+              "boundaries (WN a multiple of 64) and each thread's chunks 8 rows apart");
 
 typedef unsigned short u16;
 
@@ -212,31 +248,71 @@ static __device__ __forceinline__ uint4 load8_scalar(const u16* rowPtr, int col,
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-#endif  // __CUDA_ARCH__ >= 800
+// How a block fills its shared tiles; chosen once per block, each an instantiation of
+// gemm_body of its own so that the checks (and registers) of one fill stay out of the
+// others' main loops (with every fill in one loop, the pipelined fragments spilled).
+enum Fill : int {
+    FILL_INNER = 0,   // cp.async; the block tile lies inside C: only the last K slice is checked
+    FILL_EDGE = 1,    // cp.async, every 16-byte chunk checked (wholly in or out, zero-filled)
+    FILL_SCALAR = 2,  // K or N not a multiple of 8, or A/B not 16-byte aligned: half by half
+};
 
-extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_MIN_BLOCKS)
-gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, float* __restrict__ C,
-              int M, int N, int K)
+// Where this block's C tile starts: row and column of its top-left element. `volatile`
+// reads the block index afresh (the epilogue calls it again, so that nothing of it has to
+// stay live through the K loop: at 255 registers such values were spilled).
+static __device__ __forceinline__ void block_origin(int& blockRow, int& blockCol)
 {
-#if __CUDA_ARCH__ >= 800
+    unsigned int x, y;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
+    asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(y));
+    int tileRow = static_cast<int>(y);
+    int tileCol = static_cast<int>(x);
+    if (GROUP_M > 0) {
+        // Block p (x fastest) -> groups of GROUP_M tile rows, walked column by column: the
+        // blocks running at once cover a squarer patch of C, so fewer A rows and B columns
+        // are live in the L2. A bijection of the grid: every tile once.
+        const int tilesM = gridDim.y;
+        const int p = tileRow * gridDim.x + tileCol;
+        const int perGroup = GROUP_M * gridDim.x;
+        const int firstRow = (p / perGroup) * GROUP_M;
+        const int rows = min(tilesM - firstRow, (int)GROUP_M);
+        const int q = p % perGroup;
+        tileRow = firstRow + q % rows;
+        tileCol = q / rows;
+    }
+    blockRow = tileRow * BM;
+    blockCol = tileCol * BN;
+}
+
+// Where 16-byte chunk `chunk` of shared row `row` is stored, in chunks from the row's start.
+// MMA_SWIZZLE: rows are whole 128-byte lines (no padding), and inside each aligned group of 8
+// chunks chunk c of row r sits at c ^ (r % 8). The 8 rows an ldmatrix phase reads (8 rows,
+// one logical chunk) then lie in 8 different 16-byte slots, conflict-free as the padded layout
+// is; but a row's 16-byte copies now fill one aligned 128-byte line. With padding, rows
+// straddled line boundaries and each cp.async of a warp was split: 18 global sectors per
+// request instead of 16, 1.47x the L2 reads and 2.5x the shared wavefronts of the ideal
+// (Nsight Compute, 256x128x64 at 4096^3 on an H200).
+static __device__ __forceinline__ int swizzled(int chunk, int row)
+{
+    return SWIZZLE ? (chunk ^ (row & 7)) : chunk;
+}
+
+template <int FILL>
+static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, const u16* __restrict__ B,
+                                                 float* __restrict__ C, int M, int N, int K,
+                                                 int blockRow, int blockCol)
+{
     extern __shared__ __align__(128) unsigned char smem[];
     u16* As = reinterpret_cast<u16*>(smem);  // STAGES x [BM][A_LD]
     u16* Bs = As + STAGES * A_STAGE;         // STAGES x [BK][B_LD]
-    const u16* A = reinterpret_cast<const u16*>(Ah);
-    const u16* B = reinterpret_cast<const u16*>(Bh);
 
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const int warp = tid >> 5;
     const int warpRow = (warp / WARPS_N) * WM;  // warp tile origin inside the block tile
     const int warpCol = (warp % WARPS_N) * WN;
-    const int blockRow = blockIdx.y * BM;
-    const int blockCol = blockIdx.x * BN;
     const int kTiles = (K + BK - 1) / BK;
 
-    const bool vec = (K % 8 == 0) && (N % 8 == 0) && aligned16(A) && aligned16(B);
-    // The whole block tile inside C: every chunk of a K slice that ends by K is in range.
-    const bool interior = vec && blockRow + BM <= M && blockCol + BN <= N;
 
     // ---- fill mapping ----------------------------------------------------------
     // Chunk c = tid + i * NTHREADS of a tile (16 bytes = 8 halves). Because
@@ -249,28 +325,29 @@ gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, floa
     const int bRow = tid / B_CHUNKS_ROW;
     const int bCol = blockCol + (tid % B_CHUNKS_ROW) * 8;  // global column
     const bool bColIn = bCol < N;                           // N % 8 == 0 (vec): the chunk is all in or all out
-    const unsigned int aDst = static_cast<unsigned int>((aRow * A_LD + aK) * 2);                            // + i * A_DST_STEP
-    const unsigned int bDst = static_cast<unsigned int>((bRow * B_LD + (tid % B_CHUNKS_ROW) * 8) * 2);      // + i * B_DST_STEP
+    // Shared destinations (+ i * A_DST_STEP / B_DST_STEP: the rows move by a multiple of 8, the
+    // swizzle stays the same).
+    const unsigned int aDst = static_cast<unsigned int>((aRow * A_LD + swizzled(tid % A_CHUNKS_ROW, aRow) * 8) * 2);
+    const unsigned int bDst = static_cast<unsigned int>((bRow * B_LD + swizzled(tid % B_CHUNKS_ROW, bRow) * 8) * 2);
     const size_t aPass = static_cast<size_t>(A_PASS) * K;   // elements from chunk i to chunk i+1 in A
     const size_t bPass = static_cast<size_t>(B_PASS) * N;   // ... in B
     const size_t bTile = static_cast<size_t>(BK) * N;       // ... from one K slice to the next in B
-    // Chunk 0 of the next K slice to be loaded (k0 = kNext). These pointers may
+    // Chunk 0 of the next K slice to be loaded. These pointers may
     // point outside A or B (rows past M, k past K); they are dereferenced only
     // when the chunk is in range.
     const u16* aNext = A + static_cast<size_t>(blockRow + aRow) * K + aK;
     const u16* bNext = B + static_cast<size_t>(bRow) * N + bCol;
-    int kNext = 0;
 
     const unsigned int aSmem = smem_u32(As);
     const unsigned int bSmem = smem_u32(Bs);
 
-    // Issue the copies of the next K slice (tiles are loaded in order 0, 1, 2, ...)
-    // into ring stage `stage`, then advance to the slice after it.
-    auto load_next = [&](int stage) {
-        const int k0 = kNext;
+    // Issue the copies of the next K slice, tile `tile` (tiles are loaded in order 0, 1,
+    // 2, ...), into ring stage `stage`, then advance to the slice after it.
+    auto load_next = [&](int stage, int tile) {
+        const int k0 = tile * BK;
         const unsigned int aStage = aSmem + static_cast<unsigned int>(stage * A_STAGE * 2) + aDst;
         const unsigned int bStage = bSmem + static_cast<unsigned int>(stage * B_STAGE * 2) + bDst;
-        if (interior && k0 + BK <= K) {
+        if (FILL == FILL_INNER && k0 + BK <= K) {
             // Every chunk in range: the common case of a large aligned problem.
 #pragma unroll
             for (int i = 0; i < A_CHUNKS; ++i) {
@@ -280,16 +357,17 @@ gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, floa
             for (int i = 0; i < B_CHUNKS; ++i) {
                 cp_async16(bStage + i * B_DST_STEP, bNext + i * bPass, 16);
             }
-        } else if (vec) {
+        } else if constexpr (FILL != FILL_SCALAR) {
             // K % 8 == 0 and N % 8 == 0: each chunk is wholly in or out; out -> zero-filled.
+            // Inside C (FILL_INNER) rows and columns are in range: only k is checked.
 #pragma unroll
             for (int i = 0; i < A_CHUNKS; ++i) {
-                const bool in = blockRow + aRow + i * A_PASS < M && k0 + aK < K;
+                const bool in = (FILL == FILL_INNER || blockRow + aRow + i * A_PASS < M) && k0 + aK < K;
                 cp_async16(aStage + i * A_DST_STEP, in ? static_cast<const void*>(aNext + i * aPass) : A, in ? 16 : 0);
             }
 #pragma unroll
             for (int i = 0; i < B_CHUNKS; ++i) {
-                const bool in = bColIn && k0 + bRow + i * B_PASS < K;
+                const bool in = (FILL == FILL_INNER || bColIn) && k0 + bRow + i * B_PASS < K;
                 cp_async16(bStage + i * B_DST_STEP, in ? static_cast<const void*>(bNext + i * bPass) : B, in ? 16 : 0);
             }
         } else {
@@ -314,14 +392,27 @@ gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, floa
         }
         aNext += BK;
         bNext += bTile;
-        kNext += BK;
     };
 
     // ---- per-lane ldmatrix addresses (bytes, stage 0, kk = 0) --------------
     // A: row warpRow + mi*16 + (lane % 16), col (lane / 16) * 8; + mi*16*A_LD*2, + kk*16*2.
-    const unsigned int aFrag = static_cast<unsigned int>(((warpRow + (lane & 15)) * A_LD + (lane >> 4) * 8) * 2);
     // B: k row (lane % 16), col warpCol + nj*16 + (lane / 16) * 8; + nj*16*2, + kk*16*B_LD*2.
-    const unsigned int bFrag = static_cast<unsigned int>(((lane & 15) * B_LD + warpCol + (lane >> 4) * 8) * 2);
+    // Swizzled, the lane's rows are = lane % 8 (mod 8) whatever mi and kk: its chunk is
+    // (lane / 16) ^ (lane % 8) plus the step's chunk, and since every row, stage and block
+    // offset is a multiple of 128 bytes, the step's chunk c < 8 is applied to the address as
+    // a XOR of c * 16 (frag_addr below).
+    const unsigned int aFrag = static_cast<unsigned int>(
+        ((warpRow + (lane & 15)) * A_LD + swizzled(lane >> 4, lane & 7) * 8) * 2);
+    const unsigned int bFrag = static_cast<unsigned int>(
+        ((lane & 15) * B_LD + warpCol + swizzled(lane >> 4, lane & 7) * 8) * 2);
+    // Byte address of chunk `chunk` (of 16 bytes, along the row) from a lane's address `base`
+    // of chunk 0, plus `rows` bytes (a multiple of 128).
+    auto frag_addr = [](unsigned int base, int chunk, int rows) -> unsigned int {
+        if (SWIZZLE) {
+            return (base ^ static_cast<unsigned int>((chunk & 7) * 16)) + static_cast<unsigned int>((chunk >> 3) * 128 + rows);
+        }
+        return base + static_cast<unsigned int>(chunk * 16 + rows);
+    };
 
     float acc[MI][NI][4];
 #pragma unroll
@@ -339,71 +430,145 @@ gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, floa
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < kTiles) {
-            load_next(s);  // tile s
+            load_next(s, s);
         }
         cp_async_commit();
     }
 
+    // Fragments of k16 step kk of the K slice in ring stage `stage` -> af, bf.
+    auto load_frags = [&](unsigned int (&af)[MI][4], unsigned int (&bf)[NI][2], int stage, int kk) {
+        const unsigned int aStage = aSmem + static_cast<unsigned int>(stage * A_STAGE * 2) + aFrag;
+        const unsigned int bStage = bSmem + static_cast<unsigned int>(stage * B_STAGE * 2) + bFrag;
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+            ldmatrix_x4(af[mi], frag_addr(aStage, kk * 2, mi * 16 * A_LD * 2));
+        }
+#pragma unroll
+        for (int nj = 0; nj < NI / 2; ++nj) {
+            unsigned int r[4];
+            ldmatrix_x4_trans(r, frag_addr(bStage, nj * 2, kk * 16 * B_LD * 2));
+            bf[2 * nj][0] = r[0];
+            bf[2 * nj][1] = r[1];
+            bf[2 * nj + 1][0] = r[2];
+            bf[2 * nj + 1][1] = r[3];
+        }
+    };
+    // mma.sync of one k16 step, m16 rows [miBegin, miEnd) of the warp tile.
+    auto mma_step = [&](const unsigned int (&af)[MI][4], const unsigned int (&bf)[NI][2], int miBegin = 0,
+                        int miEnd = MI) {
+#pragma unroll
+        for (int mi = miBegin; mi < miEnd; ++mi) {
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                mma_16816(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+            }
+        }
+    };
+
     int readStage = 0;             // kt % STAGES
     int writeStage = STAGES - 1;   // (kt + STAGES - 1) % STAGES
-    for (int kt = 0; kt < kTiles; ++kt) {
-        cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt have landed
-        __syncthreads();              // everyone's have, and everyone is done with tile kt-1
-
-        if (kt + STAGES - 1 < kTiles) {
-            load_next(writeStage);  // tile kt + STAGES - 1
-        }
-        cp_async_commit();
-
-        const unsigned int aStage = aSmem + static_cast<unsigned int>(readStage * A_STAGE * 2) + aFrag;
-        const unsigned int bStage = bSmem + static_cast<unsigned int>(readStage * B_STAGE * 2) + bFrag;
+    if constexpr (MMA_FRAG_PIPE && FILL == FILL_INNER) {
+        // Software-pipelined fragments (two buffers): step kk's mma.sync are issued after the
+        // ldmatrix of step kk + 1, so shared-memory latency hides behind tensor-core work. The
+        // slice barrier moves into the last k16 step of each slice, after its fragments were
+        // read and before its mma.sync: the warps wait at it while their previous step's
+        // mma.sync still run, and the next slice's first fragments are loaded right after it.
+        // Same k16 steps in the same order per accumulator: bit for bit the result of MMA_FRAG_PIPE=0.
+        //   Groups: the prologue commits STAGES-1; iteration kt commits one (tile kt+STAGES-1)
+        //   in its step 0. At the last step of kt, STAGES+kt are committed and tile kt+1 is
+        //   group kt+1: wait until at most STAGES-2 are pending. The barrier after it makes
+        //   tile kt+1 visible and proves every warp has read all of tile kt (its last step's
+        //   fragments were loaded one step earlier), so the copies of tile kt+STAGES, issued in
+        //   step 0 of iteration kt+1, may overwrite tile kt's stage.
+        unsigned int af[2][MI][4];
+        unsigned int bf[2][NI][2];
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        load_frags(af[0], bf[0], 0, 0);
+        for (int kt = 0; kt < kTiles; ++kt) {
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            unsigned int af[MI][4];
-            unsigned int bf[NI][2];
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi) {
-                ldmatrix_x4(af[mi], aStage + static_cast<unsigned int>((mi * 16 * A_LD + kk * 16) * 2));
-            }
-#pragma unroll
-            for (int nj = 0; nj < NI / 2; ++nj) {
-                unsigned int r[4];
-                ldmatrix_x4_trans(r, bStage + static_cast<unsigned int>((kk * 16 * B_LD + nj * 16) * 2));
-                bf[2 * nj][0] = r[0];
-                bf[2 * nj][1] = r[1];
-                bf[2 * nj + 1][0] = r[2];
-                bf[2 * nj + 1][1] = r[3];
-            }
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-                for (int ni = 0; ni < NI; ++ni) {
-                    mma_16816(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+            for (int kk = 0; kk < KSTEPS; ++kk) {
+                if (kk == KSTEPS - 1) {
+                    if (MMA_FRAG_PIPE == 2) {
+                        // Half of this step's mma.sync before the barrier: the tensor pipe has
+                        // them to run while the warps wait for each other.
+                        mma_step(af[kk & 1], bf[kk & 1], 0, MI / 2);
+                    }
+                    readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
+                    cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 have landed
+                    __syncthreads();              // everyone's have; everyone has read tile kt
+                    if (kt + 1 < kTiles) {
+                        load_frags(af[0], bf[0], readStage, 0);
+                    }
+                } else {
+                    load_frags(af[(kk + 1) & 1], bf[(kk + 1) & 1], readStage, kk + 1);
+                }
+                if (kk == 0) {
+                    if (kt + STAGES - 1 < kTiles) {
+                        // tile kt + STAGES - 1, into tile kt-1's stage: (kt + STAGES - 1) % STAGES
+                        load_next(readStage == 0 ? STAGES - 1 : readStage - 1, kt + STAGES - 1);
+                    }
+                    cp_async_commit();
+                }
+                if (MMA_FRAG_PIPE == 2 && kk == KSTEPS - 1) {
+                    mma_step(af[kk & 1], bf[kk & 1], MI / 2, MI);
+                } else {
+                    mma_step(af[kk & 1], bf[kk & 1]);
                 }
             }
         }
+    } else {
+        // One k16 step at a time (the edge and scalar fills always: with their checks in the
+        // loop, the pipelined fragments spilled).
+        for (int kt = 0; kt < kTiles; ++kt) {
+            cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt have landed
+            __syncthreads();              // everyone's have, and everyone is done with tile kt-1
 
-        readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
-        writeStage = writeStage + 1 == STAGES ? 0 : writeStage + 1;
+            if (kt + STAGES - 1 < kTiles) {
+                load_next(writeStage, kt + STAGES - 1);
+            }
+            cp_async_commit();
+
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; ++kk) {
+                unsigned int af[MI][4];
+                unsigned int bf[NI][2];
+                load_frags(af, bf, readStage, kk);
+                mma_step(af, bf);
+            }
+
+            readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
+            writeStage = writeStage + 1 == STAGES ? 0 : writeStage + 1;
+        }
     }
     cp_async_wait<0>();  // only empty groups can remain; leave nothing in flight
 
     // ---- epilogue: acc[mi][ni] = C[r0 + g, r0 + g + 8][c0 + 2t, c0 + 2t + 1] --
-    const int g = lane >> 2;
-    const int t = lane & 3;
+    // The block's and the thread's place are read again (volatile: not folded into the
+    // values computed before the K loop), so nothing of them has to stay live through the
+    // loop: at 255 registers such values were spilled.
+    unsigned int tidAgain;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tidAgain));
+    int eRow, eCol;
+    block_origin(eRow, eCol);
+    const int eWarp = static_cast<int>(tidAgain >> 5);
+    eRow += (eWarp / WARPS_N) * WM;  // the warp tile's origin in C
+    eCol += (eWarp % WARPS_N) * WN;
+    const int g = (tidAgain & 31) >> 2;
+    const int t = tidAgain & 3;
     const bool pairs = (N % 2 == 0) && ((reinterpret_cast<unsigned long long>(C) & 7ull) == 0);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int row = blockRow + warpRow + mi * 16 + g + h * 8;
+            const int row = eRow + mi * 16 + g + h * 8;
             if (row >= M) {
                 continue;
             }
             float* cRow = C + static_cast<size_t>(row) * N;
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni) {
-                const int col = blockCol + warpCol + ni * 8 + 2 * t;
+                const int col = eCol + ni * 8 + 2 * t;
                 const float v0 = acc[mi][ni][2 * h];
                 const float v1 = acc[mi][ni][2 * h + 1];
                 if (pairs) {
@@ -420,6 +585,26 @@ gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, floa
                 }
             }
         }
+    }
+}
+
+#endif  // __CUDA_ARCH__ >= 800
+
+extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_MIN_BLOCKS)
+gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, float* __restrict__ C,
+              int M, int N, int K)
+{
+#if __CUDA_ARCH__ >= 800
+    const u16* A = reinterpret_cast<const u16*>(Ah);
+    const u16* B = reinterpret_cast<const u16*>(Bh);
+    int blockRow, blockCol;
+    block_origin(blockRow, blockCol);
+    if ((K % 8 != 0) || (N % 8 != 0) || !aligned16(A) || !aligned16(B)) {
+        gemm_body<FILL_SCALAR>(A, B, C, M, N, K, blockRow, blockCol);
+    } else if (blockRow + BM <= M && blockCol + BN <= N) {
+        gemm_body<FILL_INNER>(A, B, C, M, N, K, blockRow, blockCol);
+    } else {
+        gemm_body<FILL_EDGE>(A, B, C, M, N, K, blockRow, blockCol);
     }
 #endif
     // Below sm_80 there is no mma.m16n8k16 / cp.async; min_cc (8, 0) keeps this

@@ -194,15 +194,24 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     o = _options(kernel)
     bm, bn, wm, wn, stages = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
     bk = o.get("MMA_BK", candidates.MMA_BK)
-    assert kernel.name == f"mma-fp16-{bm}x{bn}x{bk}-s{stages}"
+    pipe, group, swizzle = o.get("MMA_FRAG_PIPE", 0), o.get("MMA_GROUP_M", 0), o.get("MMA_SWIZZLE", 0)
+    suffix = {0: "", 1: "-fp", 2: "-fp2"}[pipe] + (f"-g{group}" if group else "") + ("-sw" if swizzle else "")
+    assert kernel.name == f"mma-fp16-{bm}x{bn}x{bk}-s{stages}{suffix}"
     assert tuple(kernel.tile) == (bm, bn)
     threads = (bm // wm) * (bn // wn) * 32
-    assert math.prod(kernel.block) == threads == 256
+    assert math.prod(kernel.block) == threads and threads in (128, 256)
     assert kernel.precision == "fp16" and tuple(kernel.min_cc) == (8, 0)
     assert kernel.signature == "A,B,C,M,N,K" and tuple(kernel.multiple_of) == (1, 1, 1)
-    smem = candidates.mma_smem_bytes(bm, bn, stages, bk)
-    assert kernel.shared_mem == smem <= SMEM_PER_BLOCK_OPTIN_SM80
+    smem = candidates.mma_smem_bytes(bm, bn, stages, bk, bool(swizzle))
+    assert kernel.shared_mem == smem <= SMEM_PER_BLOCK_OPTIN_SM80, "one block must fit sm_80 (min_cc 8.0)"
     assert o["MMA_MIN_BLOCKS"] * (smem + 1024) <= SMEM_PER_SM, "the wanted blocks per SM do not fit in shared memory"
+
+
+def test_the_tensor_rung_is_the_measured_build() -> None:
+    """The rung mma-fp16 is candidate mma-fp16-256x128x64-s3-fp-sw under its ladder name."""
+    rung, cand = reference_kernels.mma_fp16, candidates.mma_256x128x64_s3_fp_sw
+    assert rung.name == "mma-fp16" and rung.options == cand.options and rung.shared_mem == cand.shared_mem
+    assert math.prod(rung.block) == math.prod(cand.block) == 256 and tuple(rung.tile) == (256, 128)
 
 
 @pytest.mark.parametrize("kernel", SGEMM, ids=lambda k: k.name)
@@ -293,12 +302,21 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     o = _options(kernel)
     BM, BN, WM, WN, STAGES = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
     BK = o.get("MMA_BK", candidates.MMA_BK)
+    SW, GROUP_M = o.get("MMA_SWIZZLE", 0), o.get("MMA_GROUP_M", 0)
     M, K = A.shape
     N = B.shape[1]
     NT = (BM // WM) * (BN // WN) * 32
     WARPS_N = BN // WN
     MI, NI = WM // 16, WN // 8
-    A_LD, B_LD = BK + 8, BN + 8
+    A_LD, B_LD = (BK, BN) if SW else (BK + 8, BN + 8)
+
+    def swizzled(chunk, row):  # mma_fp16.cu swizzled()
+        return chunk ^ (row & 7) if SW else chunk
+
+    def frag_addr(base, chunk, rows):  # mma_fp16.cu frag_addr: a lane's chunk 0 -> chunk `chunk`, + rows bytes
+        if SW:
+            return (base ^ ((chunk & 7) * 16)) + (chunk >> 3) * 128 + rows
+        return base + chunk * 16 + rows
     A_STAGE, B_STAGE = BM * A_LD, BK * B_LD
     A_CR, B_CR = BK // 8, BN // 8
     A_PASS, B_PASS = NT // A_CR, NT // B_CR
@@ -310,14 +328,25 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     C = np.full((M, N), np.nan)
     tid = np.arange(NT)
     k_tiles = -(-K // BK)
-    for by in range(-(-M // BM)):
-        for bx in range(-(-N // BN)):
-            block_row, block_col = by * BM, bx * BN
+    grid_y, grid_x = -(-M // BM), -(-N // BN)
+    tiles_done = set()
+    for by in range(grid_y):
+        for bx in range(grid_x):
+            tile_row, tile_col = by, bx  # mma_fp16.cu block_origin
+            if GROUP_M:
+                p = by * grid_x + bx
+                first = (p // (GROUP_M * grid_x)) * GROUP_M
+                rows = min(grid_y - first, GROUP_M)
+                q = p % (GROUP_M * grid_x)
+                tile_row, tile_col = first + q % rows, q // rows
+            assert (tile_row, tile_col) not in tiles_done and tile_row < grid_y and tile_col < grid_x
+            tiles_done.add((tile_row, tile_col))
+            block_row, block_col = tile_row * BM, tile_col * BN
             smem = np.full(STAGES * (A_STAGE + B_STAGE), np.nan)  # halves; NaN = never written
             a_row, a_k = tid // A_CR, (tid % A_CR) * 8
             b_row, b_col = tid // B_CR, block_col + (tid % B_CR) * 8
-            a_dst = (a_row * A_LD + a_k) * 2
-            b_dst = (b_row * B_LD + (tid % B_CR) * 8) * 2
+            a_dst = (a_row * A_LD + swizzled(tid % A_CR, a_row) * 8) * 2
+            b_dst = (b_row * B_LD + swizzled(tid % B_CR, b_row) * 8) * 2
             acc = np.zeros((NT // 32, 32, MI, NI, 4))
             for kt in range(k_tiles):
                 stage, k0 = kt % STAGES, kt * BK
@@ -347,16 +376,16 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
                 for warp in range(NT // 32):
                     lane = np.arange(32)
                     warp_row, warp_col = (warp // WARPS_N) * WM, (warp % WARPS_N) * WN
-                    a_frag = ((warp_row + (lane & 15)) * A_LD + (lane >> 4) * 8) * 2
-                    b_frag = ((lane & 15) * B_LD + warp_col + (lane >> 4) * 8) * 2
+                    a_frag = ((warp_row + (lane & 15)) * A_LD + swizzled(lane >> 4, lane & 7) * 8) * 2
+                    b_frag = ((lane & 15) * B_LD + warp_col + swizzled(lane >> 4, lane & 7) * 8) * 2
                     a_stage = stage * A_STAGE * 2 + a_frag
                     b_stage = STAGES * A_STAGE * 2 + stage * B_STAGE * 2 + b_frag
                     for kk in range(BK // 16):
-                        af = [_ldmatrix_x4(smem, (a_stage + (mi * 16 * A_LD + kk * 16) * 2) // 2, trans=False)
+                        af = [_ldmatrix_x4(smem, frag_addr(a_stage, kk * 2, mi * 16 * A_LD * 2) // 2, trans=False)
                               for mi in range(MI)]
                         bf = []
                         for nj in range(NI // 2):
-                            r = _ldmatrix_x4(smem, (b_stage + (kk * 16 * B_LD + nj * 16) * 2) // 2, trans=True)
+                            r = _ldmatrix_x4(smem, frag_addr(b_stage, nj * 2, kk * 16 * B_LD * 2) // 2, trans=True)
                             bf += [r[:, 0:2, :], r[:, 2:4, :]]
                         for mi in range(MI):
                             assert not np.isnan(af[mi]).any(), "ldmatrix read an unwritten A element"
@@ -376,6 +405,7 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
                                 ok = (row < M) & (col + e < N)
                                 assert np.isnan(C[row[ok], col[ok] + e]).all(), "an output written twice"
                                 C[row[ok], col[ok] + e] = acc[warp, ok, mi, ni, 2 * h + e]
+    assert len(tiles_done) == grid_y * grid_x
     return C
 
 
@@ -384,7 +414,8 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     pytest.param((37, 45, 23), False, id="37x45x23-scalar"),
     pytest.param((129, 136, 40), True, id="129x136x40-vec"),
 ])
-@pytest.mark.parametrize("kernel", [candidates.mma_128x128_s3, candidates.mma_128x256_s4], ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", [candidates.mma_128x128_s3, candidates.mma_128x256_s4, reference_kernels.mma_fp16,
+                                    candidates.mma_128x128x64_s3_fp_sw], ids=lambda k: k.name)
 def test_mma_index_model_computes_the_product(kernel: CudaKernel, shape: tuple[int, int, int], vec: bool) -> None:
     A, B = _int_inputs(*shape, seed=7)
     C = _mma_model(kernel, A, B, vec)
@@ -486,15 +517,38 @@ def test_mma_ldmatrix_phases_are_conflict_free(kernel: CudaKernel) -> None:
     """Each 8x8 matrix of an ldmatrix reads 8 rows of 16 bytes: they must fall in 8 distinct
     16-byte slots of a 128-byte wavefront (the padded pitches make them)."""
     o = _options(kernel)
-    BN, WN = o["MMA_BN"], o["MMA_WN"]
-    A_LD, B_LD = o.get("MMA_BK", candidates.MMA_BK) + 8, BN + 8
+    BN, WN, BK, SW = o["MMA_BN"], o["MMA_WN"], o.get("MMA_BK", candidates.MMA_BK), o.get("MMA_SWIZZLE", 0)
+    A_LD, B_LD = (BK, BN) if SW else (BK + 8, BN + 8)
     lane = np.arange(32)
+    first = (lane >> 4) ^ (lane & 7) if SW else lane >> 4  # the lane's chunk at step 0 (swizzled())
+
+    def addr(base, chunk):  # frag_addr, rows 0
+        return (base ^ ((chunk & 7) * 16)) + (chunk >> 3) * 128 if SW else base + chunk * 16
+
     for warp_col in range(0, BN, WN):
-        for base in (((lane & 15) * A_LD + (lane >> 4) * 8) * 2,                  # A, warp row 0
-                     ((lane & 15) * B_LD + warp_col + (lane >> 4) * 8) * 2):      # B, .trans
+        a_base = ((lane & 15) * A_LD + first * 8) * 2                   # A, warp row 0
+        b_base = ((lane & 15) * B_LD + warp_col + first * 8) * 2        # B, .trans
+        reads = [addr(a_base, kk * 2) for kk in range(BK // 16)] + [addr(b_base, nj * 2) for nj in range(WN // 16)]
+        for read in reads:
             for j in range(4):
-                slots = _bank_slots(base[8 * j:8 * j + 8])
+                slots = _bank_slots(read[8 * j:8 * j + 8])
                 assert len(set(slots.tolist())) == 8, f"{kernel.name}: ldmatrix matrix {j} has a bank conflict"
+
+
+def test_swizzled_fill_writes_whole_lines() -> None:
+    """With MMA_SWIZZLE each group of 8 threads copying one A row (and 16 one B row) fills whole,
+    aligned 128-byte lines: the copies are not split (the padded layout's rows straddled lines)."""
+    k = reference_kernels.mma_fp16
+    o = _options(k)
+    BM, BN, BK = o["MMA_BM"], o["MMA_BN"], o["MMA_BK"]
+    tid = np.arange(256)
+    for row_chunks, ld in ((BK // 8, BK), (BN // 8, BN)):
+        row, chunk = tid // row_chunks, tid % row_chunks
+        dst = (row * ld + (chunk ^ (row & 7)) * 8) * 2
+        for r in range(256 // row_chunks):
+            lines = dst[row == r] // 128
+            assert sorted((dst[row == r] % 128 // 16).tolist()) == sorted(list(range(8)) * (row_chunks // 8))
+            assert len(set(lines.tolist())) == row_chunks // 8
 
 
 # -- the tool ----------------------------------------------------------------------

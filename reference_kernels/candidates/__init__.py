@@ -37,8 +37,10 @@ def sgemm_smem_bytes(bm: int, bn: int, bk: int, fill: int, stages: int) -> int:
     return stages * (bm * (bk + 4) + bk * bn) * 4
 
 
-def _mma(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int, bk: int = MMA_BK) -> CudaKernel:
-    return mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks, bk=bk)
+def _mma(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int, bk: int = MMA_BK,
+         frag_pipe: int = 0, group_m: int = 0, swizzle: bool = False) -> CudaKernel:
+    return mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks, bk=bk, frag_pipe=frag_pipe, group_m=group_m,
+                           swizzle=swizzle)
 
 
 def _sgemm(bn: int, bk: int, fill: int, stages: int, min_blocks: int) -> CudaKernel:
@@ -71,6 +73,26 @@ mma_128x256x64_s3 = _mma(128, 256, 64, 64, stages=3, min_blocks=1, bk=64)
 # The same warps and K slices on a 256 x 128 tile: A's slice is the larger one (159 KB, inside sm_80's 163).
 mma_256x128x64_s3 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64)
 
+# The rung's build with its fragments software-pipelined (the next k16 step's ldmatrix issued
+# before this step's mma.sync, the slice barrier inside the last step), alone, with blocks
+# grouped 8 tile rows at a time for the L2, and on 128 x 128 tiles of 4 warps of 64 x 64 with
+# 2 blocks per SM on sm_90 (107.5 KB each: one block's barrier hidden by the other's work;
+# one block per SM on sm_80).
+mma_256x128x64_s3_fp = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1)
+mma_256x128x64_s3_g8 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, group_m=8)
+mma_128x256x64_s3_fp = _mma(128, 256, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1)
+mma_128x128x64_s3_fp = _mma(128, 128, 64, 64, stages=3, min_blocks=2, bk=64, frag_pipe=1)
+# Half of each slice's last k16 step issued before the slice barrier.
+mma_256x128x64_s3_fp2 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=2)
+mma_128x128x64_s3_fp2 = _mma(128, 128, 64, 64, stages=3, min_blocks=2, bk=64, frag_pipe=2)
+# Unpadded, XOR-swizzled shared rows: every 16-byte copy of a warp lands in whole 128-byte lines
+# (NOTES.md: with padding the copies were split, 1.47x the L2 reads of the ideal).
+mma_256x128x64_s3_fp_sw = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1, swizzle=True)
+mma_256x128x64_s3_sw = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, swizzle=True)
+mma_128x256x64_s3_fp_sw = _mma(128, 256, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1, swizzle=True)
+mma_128x128x64_s3_fp_sw = _mma(128, 128, 64, 64, stages=3, min_blocks=2, bk=64, frag_pipe=1, swizzle=True)
+mma_128x128x64_s4_fp_sw = _mma(128, 128, 64, 64, stages=4, min_blocks=1, bk=64, frag_pipe=1, swizzle=True)
+
 # FP32 FFMA. 128 x 128 (8 x 8 per lane): 2 blocks per SM wanted; 128 x 256
 # (8 x 16 per lane, cuBLAS's per-thread work): 1 block per SM.
 sgemm_128x128x8_rp2 = _sgemm(128, 8, fill=0, stages=2, min_blocks=2)
@@ -81,7 +103,12 @@ sgemm_128x256x16_cp2 = _sgemm(256, 16, fill=1, stages=2, min_blocks=1)
 sgemm_128x256x8_cp3 = _sgemm(256, 8, fill=1, stages=3, min_blocks=1)
 
 MMA_CANDIDATES: list[CudaKernel] = [mma_128x128_s3, mma_128x128_s4, mma_128x256_s3, mma_128x256_s4,
-                                    mma_128x256x64_s3, mma_256x128x64_s3]
+                                    mma_128x256x64_s3, mma_256x128x64_s3,
+                                    mma_256x128x64_s3_fp, mma_256x128x64_s3_g8,
+                                    mma_128x256x64_s3_fp, mma_128x128x64_s3_fp,
+                                    mma_256x128x64_s3_fp2, mma_128x128x64_s3_fp2,
+                                    mma_256x128x64_s3_fp_sw, mma_256x128x64_s3_sw, mma_128x256x64_s3_fp_sw,
+                                    mma_128x128x64_s3_fp_sw, mma_128x128x64_s4_fp_sw]
 SGEMM_CANDIDATES: list[CudaKernel] = [
     sgemm_128x128x8_rp2, sgemm_128x128x16_cp2, sgemm_128x128x16_cp3,
     sgemm_128x256x8_rp2, sgemm_128x256x16_cp2, sgemm_128x256x8_cp3,
@@ -98,6 +125,17 @@ DESIGNS: dict[str, str] = {
     "mma-fp16-128x256x32-s4": "the same, 4-slice ring (the rung mma-fp16 until the K-64 builds)",
     "mma-fp16-128x256x64-s3": "128x256, 8 warps of 64x64, K slices of 64 (one barrier per 4 k16 steps), 3-slice ring",
     "mma-fp16-256x128x64-s3": "256x128, 8 warps of 64x64, K slices of 64, 3-slice ring (the rung mma-fp16)",
+    "mma-fp16-256x128x64-s3-fp": "the same, fragments software-pipelined (next k16 step's ldmatrix before this step's mma.sync)",
+    "mma-fp16-256x128x64-s3-g8": "256x128x64 3-slice, blocks grouped 8 tile rows at a time, fragments not pipelined",
+    "mma-fp16-128x256x64-s3-fp": "128x256x64 3-slice, fragments software-pipelined",
+    "mma-fp16-128x128x64-s3-fp": "128x128, 4 warps of 64x64, K slices of 64, 3-slice ring, pipelined fragments, 2 blocks/SM on sm_90",
+    "mma-fp16-256x128x64-s3-fp2": "256x128x64 3-slice, pipelined fragments, half of each slice's last step's mma.sync before its barrier",
+    "mma-fp16-128x128x64-s3-fp2": "128x128x64 3-slice, 2 blocks/SM on sm_90, the same",
+    "mma-fp16-256x128x64-s3-fp-sw": "256x128x64 3-slice, pipelined fragments, unpadded XOR-swizzled shared rows",
+    "mma-fp16-256x128x64-s3-sw": "256x128x64 3-slice, swizzled shared rows, fragments not pipelined",
+    "mma-fp16-128x256x64-s3-fp-sw": "128x256x64 3-slice, pipelined fragments, swizzled shared rows",
+    "mma-fp16-128x128x64-s3-fp-sw": "128x128x64 3-slice, 2 blocks/SM on sm_90, pipelined fragments, swizzled",
+    "mma-fp16-128x128x64-s4-fp-sw": "128x128x64 4-slice (128 KB), pipelined fragments, swizzled",
     "sgemm-128x128x8-rp2": "warptile layout (8x8/lane, A transposed), register prefetch, 2 shared buffers, 1 barrier per K=8 slice",
     "sgemm-128x128x16-cp2": "8x8/lane, cp.async 2-slice ring, A untransposed (rows 8 apart per lane, odd pitch)",
     "sgemm-128x128x16-cp3": "the same, 3-slice ring",
@@ -119,7 +157,10 @@ __all__ = [
     "CANDIDATES", "MMA_CANDIDATES", "SGEMM_CANDIDATES", "DESIGNS", "by_name",
     "mma_smem_bytes", "sgemm_smem_bytes", "MMA_BK",
     "mma_128x128_s3", "mma_128x128_s4", "mma_128x256_s3", "mma_128x256_s4", "mma_128x256x64_s3",
-    "mma_256x128x64_s3",
+    "mma_256x128x64_s3", "mma_256x128x64_s3_fp", "mma_256x128x64_s3_g8",
+    "mma_128x256x64_s3_fp", "mma_128x128x64_s3_fp",
+    "mma_256x128x64_s3_fp2", "mma_128x128x64_s3_fp2", "mma_256x128x64_s3_fp_sw", "mma_256x128x64_s3_sw",
+    "mma_128x256x64_s3_fp_sw", "mma_128x128x64_s3_fp_sw", "mma_128x128x64_s4_fp_sw",
     "sgemm_128x128x8_rp2", "sgemm_128x128x16_cp2", "sgemm_128x128x16_cp3",
     "sgemm_128x256x8_rp2", "sgemm_128x256x16_cp2", "sgemm_128x256x8_cp3",
 ]
