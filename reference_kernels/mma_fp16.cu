@@ -18,7 +18,8 @@
 //   MMA_GROUP_M      > 0: blocks are numbered in groups of this many block rows, column by
 //                    column inside a group, so that the blocks resident at once share A rows
 //                    and B columns in the L2; 0: block (x, y) computes C tile (x, y) [0]
-// Shared memory is dynamic: MMA_STAGES x (BM x (BK+8) + BK x (BN+8)) halves; the
+// Shared memory is dynamic: MMA_STAGES x (BM x (BK+8) + BK x (BN+8)) halves (without the
+// + 8 paddings when MMA_SWIZZLE=1); the
 // exact figure is also exported as the constant gemm_mma_fp16_smem_bytes so the
 // Python declaration can be checked against it.
 //

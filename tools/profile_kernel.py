@@ -25,9 +25,11 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=3)
     args = parser.parse_args()
     import cupy
+    import numpy as np
 
     from pytest_gemm.checks import harness_for
     from pytest_gemm.device import probe
+    from pytest_gemm.precision import to_storage
 
     sys.path.insert(0, str(REPO / "tools"))
     from perf_candidates import kernel_by_name
@@ -39,10 +41,10 @@ def main() -> int:
         return 2
     h = harness_for(kernel, device)
     n = args.size
-    dtype = {"fp32": cupy.float32, "fp16": cupy.float16, "bf16": None}[kernel.precision]
-    rng = cupy.random.RandomState(1234)
-    a = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cupy.float32).astype(dtype)
-    b = rng.uniform(-1.0, 1.0, size=(n, n), dtype=cupy.float32).astype(dtype)
+    rng = np.random.default_rng(1234)
+    # The kernel's own storage type for its precision (bf16 as bit patterns, tf32 as float32).
+    a, b = (cupy.asarray(to_storage(rng.uniform(-1.0, 1.0, size=(n, n)).astype(np.float32), kernel.precision))
+            for _ in range(2))
     c = cupy.empty((n, n), dtype=cupy.float32)
     for _ in range(args.calls):
         h.loaded(a, b, c, n, n, n)
