@@ -8,7 +8,7 @@ import pytest
 
 @pytest.fixture
 def gemm_record(request: pytest.FixtureRequest):
-    """Attach extra JSON facts (resources, timings) to this check's result record."""
+    """Attach extra JSON facts (resources) to this check's result record."""
 
     def record(facts: dict) -> None:
         request.node.user_properties.append(("gemm_extra", json.dumps(facts)))

@@ -12,9 +12,10 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.mark.gemm_cases("sweep", shapes="bench", per_kernel=True)
+@pytest.mark.gemm_cases("sweep")
 def test_sweep(gemm_case, gemm_check, request):
-    from pytest_gemm.sweep import EXAMPLE, requested_sweep, sweep_params
+    from pytest_gemm.measure.sweep import EXAMPLE, sweep_params
+    from pytest_gemm.runner.state import requested_sweep
 
     shapes = requested_sweep(request.config)
     if not shapes:

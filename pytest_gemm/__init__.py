@@ -4,7 +4,7 @@ Importing this package never imports CuPy or touches CUDA.
 """
 from __future__ import annotations
 
-from .contract import CudaKernel, GemmSpecError, PyKernel, kernel
+from .model.contract import CudaKernel, GemmSpecError, PyKernel, kernel
 
 __all__ = ["CudaKernel", "PyKernel", "kernel", "GemmSpecError"]
 __version__ = "0.1.0"

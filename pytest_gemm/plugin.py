@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from . import session
-from .fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
+from .runner import collection, configure, execution, results
+from .runner.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
     gemm_assert_accurate,
     gemm_assert_bit_identical,
     gemm_case,
@@ -20,11 +20,17 @@ from .fixtures import (  # noqa: F401  (fixtures are found by name on the plugin
 MARKERS = (
     "gemm_gpu: the test needs a usable GPU; skipped with the reason when there is none",
     "gemm_requires_cc(major, minor): the test needs compute capability >= major.minor",
-    "gemm_cases(check, shapes, params=None, when=None): parametrize gemm_case over kernels under test",
+    "gemm_cases(check=None, shapes=None, params=None, when=None): parametrize gemm_case over the kernels under test (no check: every GPU check of the registry)",
     "gemm_offline: a compile-only check that runs without a GPU (kept by --gemm-arch)",
     "gemm_weight(points): points this test is worth in --gemm-gradescope results (partial credit over its parameters)",
     "gemm_visibility(visibility): Gradescope visibility of this test: visible, hidden, after_due_date or after_published",
 )
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from .runner import hooks
+
+    pluginmanager.add_hookspecs(hooks)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,45 +82,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
-    session.configure(config)
+    configure.configure(config)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto``: one worker per GPU when there are several."""
-    from .gpus import visible_gpu_ids
+    from .kernels.gpus import visible_gpu_ids
 
     count = len(visible_gpu_ids())
     return count if count > 1 else None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    session.generate_tests(metafunc)
+    collection.generate_tests(metafunc)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    session.select_items(config, items)
+    collection.select_items(config, items)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    session.check_requirements(item)
+    collection.check_requirements(item)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
     outcome = yield
-    session.annotate_report(item, call, outcome.get_result())
+    results.annotate_report(item, call, outcome.get_result())
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
-    session.terminal_summary(terminalreporter, config)
+    results.terminal_summary(terminalreporter, config)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    from . import session as gemm_session
-
-    gemm_session.write_outputs(session.config)
+    results.write_outputs(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    session.stop_sandboxes(config)
+    execution.stop_sandboxes(config)

@@ -3,16 +3,16 @@
 Each CUDA rung is a ``.cu`` file in this package (shipped as package data)
 declared below as a :class:`~pytest_gemm.CudaKernel`; parameters reach the
 source as ``-D`` options. The cuBLAS baselines are Python launchers in
-``cublas.py``. README.md in this directory has one line per rung: design,
+``pytest_gemm/measure/cublas.py``. README.md in this directory has one line per rung: design,
 tile, threads, and what it teaches. Every rung handles any M, N, K >= 1.
 
 Importing this package never imports CuPy or touches CUDA.
 """
 from __future__ import annotations
 
-from pytest_gemm.contract import CudaKernel, PyKernel
+from pytest_gemm.model.contract import CudaKernel, PyKernel
 
-from .cublas import cublas_bf16, cublas_fp16, cublas_fp32, cublas_tf32
+from pytest_gemm.measure.cublas import cublas_bf16, cublas_fp16, cublas_fp32, cublas_tf32
 
 _AB = "A,B,C,M,N,K"
 _AB_ALPHA_BETA = "A,B,C,M,N,K,alpha,beta"

@@ -11,15 +11,15 @@ import math
 import numpy as np
 import pytest
 
-from pytest_gemm import categories
-from pytest_gemm.bounds import (
+from pytest_gemm.model import categories
+from pytest_gemm.judges.bounds import (
     AccuracyReport, allowed_ratio, assert_accurate, check_accuracy, fp32_ratio, tensor_core_ratio, tolerance_report,
 )
-from pytest_gemm.categories import GemmCheckFailure
-from pytest_gemm.diagnose import poison
-from pytest_gemm.inputs import random_inputs
-from pytest_gemm.precision import bf16_bits_to_float32, float32_to_bf16_bits, round_to_tf32
-from pytest_gemm.reference import abs_gauge, abs_product, reference
+from pytest_gemm.model.categories import GemmCheckFailure
+from pytest_gemm.judges.diagnose import poison
+from pytest_gemm.judges.inputs import random_inputs
+from pytest_gemm.model.precision import bf16_bits_to_float32, float32_to_bf16_bits, round_to_tf32
+from pytest_gemm.judges.reference import abs_gauge, abs_product, reference
 
 F32, F64 = np.float32, np.float64
 

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import reference_kernels
-from pytest_gemm.contract import CudaKernel
+from pytest_gemm.model.contract import CudaKernel
 from reference_kernels import candidates
 
 from suite_helpers import load_declarations
@@ -69,7 +69,7 @@ SGEMM = candidates.SGEMM_CANDIDATES
 def _compile(kernel: CudaKernel, arch: str, output: str = "cubin"):
     """compile_for_arch plus one unused ``__device__`` variable with a fresh name, so that a
     driver's compile cache (which prints no ptxas report) never answers."""
-    from pytest_gemm.compiler import compile_for_arch
+    from pytest_gemm.kernels.compiler import compile_for_arch
 
     kernel.validate()
     text, _ = kernel.source_text()
@@ -657,7 +657,7 @@ def _fake_cupy() -> types.ModuleType:
 
 
 def _fake_device():
-    from pytest_gemm.device import GemmDevice
+    from pytest_gemm.kernels.device import GemmDevice
 
     return GemmDevice(index=0, name="Fake H200", compute_capability=(9, 0), sm_count=132,
                       shared_mem_per_block=48 * 1024, shared_mem_per_block_optin=227 * 1024,
@@ -669,13 +669,14 @@ def _fake_device():
 def _patch_gpu(monkeypatch: pytest.MonkeyPatch, gate: dict[str, str]) -> list[str]:
     """Fake device, harness, checks, cuBLAS and timer; ``gate`` maps a kernel name to the
     failure category its first ragged shape raises. Returns the log of launched names."""
-    import pytest_gemm.checks as checks
-    import pytest_gemm.device as device_mod
-    import pytest_gemm.launch as launch
-    import pytest_gemm.timing as timing
-    from pytest_gemm.categories import GemmCheckFailure
-    from pytest_gemm.compiler import Resources
-    from pytest_gemm.launch import KernelAttributes
+    import pytest_gemm.checks.exact as exact_check
+    import pytest_gemm.kernels.harness as checks
+    import pytest_gemm.kernels.device as device_mod
+    import pytest_gemm.kernels.launch as launch
+    import pytest_gemm.measure.timing as timing
+    from pytest_gemm.model.categories import GemmCheckFailure
+    from pytest_gemm.kernels.compiler import Resources
+    from pytest_gemm.kernels.launch import KernelAttributes
 
     launched: list[str] = []
 
@@ -701,7 +702,7 @@ def _patch_gpu(monkeypatch: pytest.MonkeyPatch, gate: dict[str, str]) -> list[st
         if category and shape == (17, 33, 65):
             raise GemmCheckFailure(category, f"{h.kernel.name} wrong at 17x33x65", ["rows 0..16"])
 
-    monkeypatch.setattr(checks, "check_exact", fake_check_exact)
+    monkeypatch.setattr(exact_check, "check_exact", fake_check_exact)
     monkeypatch.setattr(launch, "load", lambda kernel, device: FakeLoaded(kernel))
 
     def fake_time_gpu(fn, *, flops, l2_bytes=0, budget_s=1.0, **_):

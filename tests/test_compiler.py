@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_gemm import CudaKernel
-from pytest_gemm.compiler import parse_ptxas_log
+from pytest_gemm.kernels.compiler import parse_ptxas_log
 
 LOG = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function 'other' for 'sm_80'
@@ -34,7 +34,7 @@ extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, i
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90"])
 def test_cubin_resources_agree_with_ptxas(arch):
     pytest.importorskip("cuda.bindings", reason="NVRTC not installed (install pytest-gemm[cuda12])")
-    from pytest_gemm.compiler import compile_for_arch, cubin_resources
+    from pytest_gemm.kernels.compiler import compile_for_arch, cubin_resources
     import reference_kernels
 
     for kernel in [reference_kernels.by_name("tiled16"), reference_kernels.by_name("warptile"),

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gemm import gradebook
-from pytest_gemm.gradebook import (
+from pytest_gemm.grading import gradebook
+from pytest_gemm.grading.gradebook import (
     CRASHED,
     ERROR,
     GRADED,
@@ -48,8 +48,8 @@ def pytest_sessionfinish(session):
     config = session.config
     path = config.getoption("gemm_gradescope")
     if path and not hasattr(config, "workerinput"):
-        from pytest_gemm.gradescope import GradingConfig, write_results
-        from pytest_gemm.session import state
+        from pytest_gemm.grading.gradescope import GradingConfig, write_results
+        from pytest_gemm.runner.session import state
         st = state(config)
         write_results(path, st.results, GradingConfig.from_ini(config.getini),
                       kernels=[str(k.name) for k in st.kernels] if st.user_kernels else None)
@@ -82,7 +82,7 @@ def _snapshot(root: Path) -> set[str]:
 
 
 def _gradebook(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_gemm.gradebook", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "pytest_gemm.grading.gradebook", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -159,7 +159,7 @@ def test_the_course_has_five_students_each_with_a_kernel_and_its_cuda_source():
 
 
 def test_the_course_kernels_load_without_a_gpu(monkeypatch):
-    from pytest_gemm.loader import load_spec
+    from pytest_gemm.kernels.loader import load_spec
 
     monkeypatch.setattr(sys, "dont_write_bytecode", True)  # leave the example folders clean
 

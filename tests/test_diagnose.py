@@ -6,14 +6,14 @@ import pickle
 import numpy as np
 import pytest
 
-from pytest_gemm import categories
-from pytest_gemm.categories import GemmCheckFailure
-from pytest_gemm.diagnose import (
+from pytest_gemm.model import categories
+from pytest_gemm.model.categories import GemmCheckFailure
+from pytest_gemm.judges.diagnose import (
     POISON_BITS, Diagnosis, assert_bit_identical, compare_runs, describe_guard_damage, diagnose, guard_diff,
     guard_offsets, poison, unwritten_mask,
 )
-from pytest_gemm.inputs import exact_inputs
-from pytest_gemm.reference import reference
+from pytest_gemm.judges.inputs import exact_inputs
+from pytest_gemm.judges.reference import reference
 
 TILE = (16, 16)
 

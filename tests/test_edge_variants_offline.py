@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import reference_kernels
-from pytest_gemm.contract import CudaKernel
+from pytest_gemm.model.contract import CudaKernel
 
 from suite_helpers import load_declarations
 
@@ -54,7 +54,7 @@ needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc
 def _compile(kernel: CudaKernel, arch: str, output: str = "cubin"):
     """compile_for_arch plus one unused ``__device__`` variable with a fresh name, so that
     a driver's compile cache (which prints no ptxas report) never answers."""
-    from pytest_gemm.compiler import compile_for_arch
+    from pytest_gemm.kernels.compiler import compile_for_arch
 
     kernel.validate()
     text, _ = kernel.source_text()
@@ -147,7 +147,7 @@ def test_cli_help_and_errors() -> None:
 
 
 def test_cli_without_gpu_prints_the_reason() -> None:
-    from pytest_gemm.device import probe
+    from pytest_gemm.kernels.device import probe
 
     if not isinstance(probe(), str):
         pytest.skip("a GPU is usable here; this checks the no-GPU answer")

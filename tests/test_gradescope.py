@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_gemm.gradescope import (
+from pytest_gemm.grading.gradescope import (
     DEFAULT_WEIGHTS,
     GradingConfig,
     build_results,

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_gemm.inputs import GemmInexactError, exact_inputs, exact_value_bound, random_inputs
-from pytest_gemm.precision import PRECISIONS, from_storage
-from pytest_gemm.reference import abs_gauge, abs_product, reference
+from pytest_gemm.judges.inputs import GemmInexactError, exact_inputs, exact_value_bound, random_inputs
+from pytest_gemm.model.precision import PRECISIONS, from_storage
+from pytest_gemm.judges.reference import abs_gauge, abs_product, reference
 
 
 # -- exact_value_bound --------------------------------------------------------
@@ -197,11 +197,11 @@ def test_abs_product_and_gauge():
 
 
 def test_timed_runs_in_one_process_share_the_input_sets_of_the_last_shape():
-    from pytest_gemm import performance
+    from pytest_gemm.measure import timed as performance
 
-    first = performance._problems("fp32", (8, 9, 10))
-    assert performance._problems("fp32", (8, 9, 10)) is first  # drawn once, reused
+    first = performance.problems_for("fp32", (8, 9, 10))
+    assert performance.problems_for("fp32", (8, 9, 10)) is first  # drawn once, reused
     assert len(first) == performance.DATA_SETS
     assert len({p.a.tobytes() for p in first}) == performance.DATA_SETS  # distinct sets
-    other = performance._problems("fp16", (8, 9, 10))
+    other = performance.problems_for("fp16", (8, 9, 10))
     assert other is not first and list(performance._PROBLEMS) == [("fp16", (8, 9, 10))]  # one shape held

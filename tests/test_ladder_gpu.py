@@ -8,7 +8,7 @@ Two promises of the ladder that the conformance suite does not state directly:
 - every CUDA rung is bit-exact on exact-integer inputs at ragged, square,
   large and skinny shapes.
 
-Kernels are compiled and launched through ``pytest_gemm.checks.harness_for``
+Kernels are compiled and launched through ``pytest_gemm.kernels.harness.harness_for``
 (a Harness: guarded buffers, C poisoned before every launch). Inputs, float64
 references and the synchronous twin's outputs are computed once per shape and
 precision and reused. Skipped with the reason where there is no usable GPU or
@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 import reference_kernels
-from pytest_gemm.contract import CudaKernel
-from pytest_gemm.device import GemmDevice
+from pytest_gemm.model.contract import CudaKernel
+from pytest_gemm.kernels.device import GemmDevice
 
 pytestmark = pytest.mark.gemm_gpu
 
@@ -56,7 +56,7 @@ def _skip_below(kernel: CudaKernel, device: GemmDevice, why: str) -> None:
 
 
 def _harness(kernel: CudaKernel, device: GemmDevice) -> Any:
-    from pytest_gemm.checks import harness_for
+    from pytest_gemm.kernels.harness import harness_for
 
     return harness_for(kernel, device)
 
@@ -65,14 +65,14 @@ def _harness(kernel: CudaKernel, device: GemmDevice) -> Any:
 
 @lru_cache(maxsize=None)
 def _random_problem(shape: Shape) -> Any:
-    from pytest_gemm.inputs import random_inputs
+    from pytest_gemm.judges.inputs import random_inputs
 
     return random_inputs(*shape, precision="fp32", distribution="uniform", seed=TWIN_SEED)
 
 
 @lru_cache(maxsize=None)
 def _exact_problem(shape: Shape, precision: str) -> Any:
-    from pytest_gemm.inputs import exact_inputs
+    from pytest_gemm.judges.inputs import exact_inputs
 
     return exact_inputs(*shape, precision=precision, seed=0)
 
@@ -83,7 +83,7 @@ def _exact_reference(shape: Shape, precision: str) -> Any:
     cuBLAS loads a DGEMM kernel per new shape class, which costs seconds)."""
     import cupy
 
-    from pytest_gemm.reference import reference
+    from pytest_gemm.judges.reference import reference
 
     problem = _exact_problem(shape, precision)
     m, n, k = shape
@@ -97,7 +97,7 @@ def _sync_bits(shape: Shape, device: GemmDevice) -> Any:
     """``pipeline-sync``'s output on the random problem, as a CuPy uint32 array."""
     import cupy
 
-    from pytest_gemm.diagnose import POISON_BITS
+    from pytest_gemm.judges.diagnose import POISON_BITS
 
     result = _harness(reference_kernels.pipeline_sync, device).run(_random_problem(shape))
     bits = result.c.view(cupy.uint32).copy()
@@ -159,7 +159,7 @@ EXACT_CASES = [pytest.param(kernel, shape, id=f"{kernel.name}-{_sid(shape)}")
 def test_rung_bit_exact(kernel: CudaKernel, shape: Shape, gemm_device: GemmDevice) -> None:
     import cupy
 
-    from pytest_gemm.diagnose import assert_bit_identical
+    from pytest_gemm.judges.diagnose import assert_bit_identical
 
     _skip_below(kernel, gemm_device, "its min_cc")
     problem = _exact_problem(shape, kernel.precision)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import reference_kernels
-from pytest_gemm.contract import CudaKernel, PyKernel
+from pytest_gemm.model.contract import CudaKernel, PyKernel
 
 LADDER_NAMES = [
     "naive-rows", "naive-coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
@@ -53,7 +53,7 @@ def _compile(kernel: CudaKernel, arch: str, output: str = "cubin"):
     variable with a fresh name. Where a driver is installed, compiles are cached
     by their PTX and a cache hit prints no ptxas report; the extra symbol makes
     every PTX new without touching the kernel's code."""
-    from pytest_gemm.compiler import compile_for_arch
+    from pytest_gemm.kernels.compiler import compile_for_arch
 
     kernel.validate()
     text, _ = kernel.source_text()

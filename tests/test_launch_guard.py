@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pytest_gemm.launch_guard import MAX_WAIT_US, START_WAIT_US, GuardPolicy
+from pytest_gemm.measure.launch_guard import MAX_WAIT_US, START_WAIT_US, GuardPolicy
 
 
 def test_a_call_launched_in_time_is_kept_and_the_wait_does_not_grow():
@@ -31,17 +31,17 @@ def test_the_default_cap_allows_a_few_milliseconds_of_launch_time():
 
 
 def test_launch_guard_cu_is_package_data():
-    text = importlib.resources.files("pytest_gemm").joinpath("launch_guard.cu").read_text()
+    text = importlib.resources.files("pytest_gemm.measure").joinpath("launch_guard.cu").read_text()
     assert "gemm_launch_guard" in text and "globaltimer" in text
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90"])
 def test_the_launch_guard_compiles_for_every_architecture(arch):
     pytest.importorskip("cuda.bindings", reason="NVRTC not installed (install pytest-gemm[cuda12])")
-    from pytest_gemm.compiler import compile_for_arch
-    from pytest_gemm.contract import CudaKernel
+    from pytest_gemm.kernels.compiler import compile_for_arch
+    from pytest_gemm.model.contract import CudaKernel
 
-    path = importlib.resources.files("pytest_gemm").joinpath("launch_guard.cu")
+    path = importlib.resources.files("pytest_gemm.measure").joinpath("launch_guard.cu")
     kernel = CudaKernel(source=str(path), entry="gemm_launch_guard", block=(1,), tile=(1, 1), name="guard")
     assert "%globaltimer" in compile_for_arch(kernel, arch, output="ptx").code.decode()
     assert compile_for_arch(kernel, arch).resources.spills == 0
@@ -51,7 +51,7 @@ def test_the_launch_guard_compiles_for_every_architecture(arch):
 def test_a_slow_launch_is_kept_out_of_the_timed_region(gemm_device):
     import cupy
 
-    from pytest_gemm.timing import time_gpu
+    from pytest_gemm.measure.timing import time_gpu
 
     x = cupy.zeros(1 << 20, dtype=cupy.float32)
 
@@ -69,7 +69,7 @@ def test_a_slow_launch_is_kept_out_of_the_timed_region(gemm_device):
 
 @pytest.mark.parametrize("sms, threads_per_sm, blocks", [(132, 2048, 1056), (68, 1024, 272), (84, 1536, 504)])
 def test_the_guard_takes_every_thread_slot_of_every_sm(sms, threads_per_sm, blocks):
-    from pytest_gemm.launch_guard import guard_grid
+    from pytest_gemm.measure.launch_guard import guard_grid
 
     grid, threads = guard_grid(sms, threads_per_sm)
     assert (grid, grid * threads) == (blocks, sms * threads_per_sm)

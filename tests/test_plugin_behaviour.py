@@ -131,7 +131,7 @@ def test_compile_only_mode_runs_compile_checks_for_every_requested_arch(pytester
     # the resource report: one row per kernel and architecture
     result.stdout.fnmatch_lines(["*kernel*arch*registers*spill bytes*", "*mine*sm_80*passed*"])
     result.stdout.fnmatch_lines(["*amp* does not claim sm_75*"])
-    assert "test_exact" not in result.stdout.str()  # compile-only: the GPU checks were deselected
+    assert "test_check" not in result.stdout.str()  # compile-only: the GPU checks were deselected
 
 
 def test_compile_only_mode_fails_a_kernel_that_does_not_compile_for_a_claimed_arch(pytester: pytest.Pytester):
@@ -176,7 +176,7 @@ def _speed_ids(pytester: pytest.Pytester, *args: str) -> list[str]:
     pytester.makepyfile(ranked=RANKED)
     result = pytester.runpytest_subprocess(*args, "--collect-only", "-q", "-k", "speed")
     assert result.ret == 0, result.stdout.str()
-    return [line.split("[", 1)[1].rstrip("]") for line in result.stdout.lines if "test_speed[" in line]
+    return [line.split("[", 1)[1].rstrip("]") for line in result.stdout.lines if "test_check[speed-" in line]
 
 
 def test_a_kernel_under_test_is_ranked_with_the_ladder_of_its_precision(pytester: pytest.Pytester):

@@ -104,7 +104,7 @@ def test_kernels_can_come_from_the_ini_key(pytester: pytest.Pytester):
 def test_template_entries_compile_by_their_instantiation_name(pytester: pytest.Pytester):
     pytest.importorskip("cuda.bindings", reason="NVRTC not installed (install pytest-gemm[cuda12])")
     from pytest_gemm import CudaKernel
-    from pytest_gemm.compiler import compile_for_arch
+    from pytest_gemm.kernels.compiler import compile_for_arch
 
     source = GOOD_CU.replace('extern "C" __global__ void mm(', "template <int T> __global__ void mm(")
     source += "template __global__ void mm<16>(const float*, const float*, float*, int, int, int);\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from pytest_gemm.report import build_report, ranking_rows, ranking_table
+from pytest_gemm.outputs.report import build_report, ranking_rows, ranking_table
 
 
 def _record(kernel, check, outcome="passed", category=None, **facts):

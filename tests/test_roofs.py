@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gemm import roofs
-from pytest_gemm.roofs import (CHAINS, MEASURED_HEADROOM, UNROLL, Ceilings, below_memory_floor, calibrated_iterations,
+from pytest_gemm.measure import roofs
+from pytest_gemm.measure.roofs import (CHAINS, MEASURED_HEADROOM, UNROLL, Ceilings, below_memory_floor, calibrated_iterations,
                                ceilings, combine_roofs, compulsory_bytes, copy_bytes, copy_gb_s, fma_blocks, fma_flops,
                                impossible_timing, measured_tflops, memory_peak_gb_s, rate_tflops, reported_roof,
                                roof_tflops, roofs_summary, tensor_precisions, tensor_size)
-from pytest_gemm.timing import ROOF_MARGIN, summarize
+from pytest_gemm.measure.timing import ROOF_MARGIN, summarize
 from suite_helpers import load_declarations
 
 REPO = Path(__file__).resolve().parents[1]
@@ -115,7 +115,7 @@ def test_the_measured_roof_is_reported_when_there_is_one():
 
 
 def test_roof_facts_of_a_speed_check():
-    from pytest_gemm.performance import roof_facts
+    from pytest_gemm.measure.timed import roof_facts
 
     timing = _timing(2.7, 2 * 4096**3)
     facts = roof_facts(H200, "fp32", timing, MEASURED)
@@ -220,7 +220,7 @@ def test_measured_roofs_are_measured_once_per_device_and_failures_are_kept(monke
 
 
 def test_a_failed_measurement_leaves_the_speed_check_the_theoretical_peak(monkeypatch):
-    from pytest_gemm.performance import process_roofs
+    from pytest_gemm.measure.timed import process_roofs
 
     def broken(device):
         raise RuntimeError("no cuda")
@@ -234,7 +234,7 @@ def test_a_failed_measurement_leaves_the_speed_check_the_theoretical_peak(monkey
 # ---- the FMA benchmark's source ----------------------------------------------
 
 def test_roofs_cu_is_package_data():
-    source = importlib.resources.files("pytest_gemm").joinpath("roofs.cu")
+    source = importlib.resources.files("pytest_gemm.measure").joinpath("roofs.cu")
     text = source.read_text()
     assert "gemm_roof_fma" in text and "#ifndef CHAINS" in text and "#ifndef UNROLL" in text
 
@@ -242,10 +242,10 @@ def test_roofs_cu_is_package_data():
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90"])
 def test_the_fma_benchmark_compiles_to_independent_fmas_with_no_spills(arch):
     pytest.importorskip("cuda.bindings", reason="NVRTC not installed (install pytest-gemm[cuda12])")
-    from pytest_gemm.compiler import compile_for_arch
-    from pytest_gemm.contract import CudaKernel
+    from pytest_gemm.kernels.compiler import compile_for_arch
+    from pytest_gemm.model.contract import CudaKernel
 
-    path = importlib.resources.files("pytest_gemm").joinpath("roofs.cu")
+    path = importlib.resources.files("pytest_gemm.measure").joinpath("roofs.cu")
     kernel = CudaKernel(source=str(path), entry="gemm_roof_fma", block=(256,), tile=(1, 1),
                         options=(f"-DCHAINS={CHAINS}", f"-DUNROLL={UNROLL}"), name="roof-fma")
     ptx = compile_for_arch(kernel, arch, output="ptx").code.decode()
@@ -288,16 +288,16 @@ class _NullStream:
 
 
 def _speed_check(monkeypatch, shape, kernel_ms, precision="fp32"):
-    """Run performance.check_speed on fakes: the kernel takes kernel_ms, cuBLAS 2.7 ms, roofs MEASURED."""
+    """Run the speed check on fakes: the kernel takes kernel_ms, cuBLAS 2.7 ms, roofs MEASURED."""
     from types import SimpleNamespace
 
-    from pytest_gemm import performance
+    from pytest_gemm.checks import speed as performance
 
     monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=SimpleNamespace(Stream=SimpleNamespace(null=_NullStream()))))
     monkeypatch.setattr(roofs, "measured_roofs", lambda device: MEASURED)
-    monkeypatch.setattr(performance, "_problems", lambda precision, shape: ["inputs"])
+    monkeypatch.setattr(performance, "problems_for", lambda precision, shape: ["inputs"])
     flops = 2.0 * shape[0] * shape[1] * shape[2]
-    monkeypatch.setattr(performance, "_timed_run", lambda h, s, b, p=None: (_timing(kernel_ms, flops), lambda: None))
+    monkeypatch.setattr(performance, "timed_run", lambda h, s, b, p=None: (_timing(kernel_ms, flops), lambda: None))
     monkeypatch.setattr(performance, "time_cublas", lambda *a, **k: _timing(2.7, flops))
     h = SimpleNamespace(kernel=SimpleNamespace(name="mine", precision=precision), device=H200)
     facts: dict = {}
@@ -314,7 +314,7 @@ def test_the_speed_check_reports_the_fraction_of_the_measured_roof(monkeypatch):
 
 
 def test_the_speed_check_flags_a_time_below_the_memory_floor(monkeypatch):
-    from pytest_gemm.categories import TIMING_ESCAPE, GemmCheckFailure
+    from pytest_gemm.model.categories import TIMING_ESCAPE, GemmCheckFailure
 
     with pytest.raises(GemmCheckFailure) as info:  # 256 MB of B in 10 us (only 13 TFLOP/s): 17 TB/s
         _speed_check(monkeypatch, (1, 8192, 8192), 0.01)
@@ -322,7 +322,7 @@ def test_the_speed_check_flags_a_time_below_the_memory_floor(monkeypatch):
 
 
 def test_the_speed_check_still_flags_a_rate_above_the_theoretical_peak(monkeypatch):
-    from pytest_gemm.categories import TIMING_ESCAPE, GemmCheckFailure
+    from pytest_gemm.model.categories import TIMING_ESCAPE, GemmCheckFailure
 
     with pytest.raises(GemmCheckFailure) as info:  # 2 * 4096^3 in 1 ms: 137 TFLOP/s in FP32
         _speed_check(monkeypatch, (4096, 4096, 4096), 1.0)
@@ -330,7 +330,7 @@ def test_the_speed_check_still_flags_a_rate_above_the_theoretical_peak(monkeypat
 
 
 def test_the_cublas_gate_fails_only_a_kernel_below_the_fraction():
-    from pytest_gemm.performance import cublas_gate
+    from pytest_gemm.checks.speed import cublas_gate
 
     shape = (4096, 4096, 4096)
     message = cublas_gate("mine", "fp32", shape, 0.16, 8.1, 50.0, 0.5)

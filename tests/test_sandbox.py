@@ -1,6 +1,6 @@
 """The sandbox protocol and the timing judges, tested with no GPU.
 
-The sandbox child runs each check through ``pytest_gemm.dispatch.run_check``; the
+The sandbox child runs each check through ``pytest_gemm.checks.dispatch.run_check``; the
 ``PYTEST_GEMM_DISPATCH`` test hook points it at ``fake_dispatch.run_check``
 below instead, whose checks sleep, raise, print, exit or abort on request. The
 kernel the child loads is a plain ``@kernel`` Python function, which needs no
@@ -20,10 +20,10 @@ from typing import Any, Iterator
 
 import pytest
 
-from pytest_gemm import categories as cat
-from pytest_gemm.categories import GemmCheckFailure
-from pytest_gemm.sandbox import DISPATCH_ENV, SandboxClient
-from pytest_gemm.timing import (ESCAPE_FLOOR_MS, ROOF_MARGIN, TimingResult, above_roof, escape_verdict,
+from pytest_gemm.model import categories as cat
+from pytest_gemm.model.categories import GemmCheckFailure
+from pytest_gemm.checks.sandbox import DISPATCH_ENV, SandboxClient
+from pytest_gemm.measure.timing import (ESCAPE_FLOOR_MS, ROOF_MARGIN, TimingResult, above_roof, escape_verdict,
                                 escaped_work, summarize)
 
 FAKE_KERNELS = '''
@@ -55,7 +55,7 @@ import os
 import sys
 import time
 
-from pytest_gemm.categories import GemmCheckFailure
+from pytest_gemm.model.categories import GemmCheckFailure
 
 
 class CUDARuntimeError(RuntimeError):
@@ -411,7 +411,7 @@ def test_the_verdict_names_escaped_work_first_and_adds_the_roof():
 
 
 def test_timing_module_docstring_documents_the_criterion():
-    import pytest_gemm.timing as timing
+    import pytest_gemm.measure.timing as timing
 
     doc = " ".join((timing.__doc__ or "").split())
     for words in ("upper quartile", "non_blocking", "legacy default stream", "ESCAPE_FLOOR_MS",
@@ -420,7 +420,7 @@ def test_timing_module_docstring_documents_the_criterion():
 
 
 def test_the_dispatch_hook_is_documented():
-    import pytest_gemm.sandbox as sandbox
+    import pytest_gemm.checks.sandbox as sandbox
 
     assert DISPATCH_ENV == "PYTEST_GEMM_DISPATCH"
     assert DISPATCH_ENV in (sandbox.__doc__ or "")
@@ -441,7 +441,7 @@ def test_a_busy_sandbox_child_dies_with_the_pytest_process(workdir: Path):
     # Kill the parent while the child sleeps inside a check, as a spinning kernel would.
     (workdir / "parent.py").write_text(textwrap.dedent("""
         import os, time
-        from pytest_gemm.sandbox import DISPATCH_ENV, SandboxClient
+        from pytest_gemm.checks.sandbox import DISPATCH_ENV, SandboxClient
         client = SandboxClient("fake_kernels.py:fake", 0, os.getcwd(),
                                env={**os.environ, DISPATCH_ENV: "fake_dispatch:run_check"})
         client._start()

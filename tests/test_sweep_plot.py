@@ -10,10 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_gemm.report import build_report, kernel_summaries, ranking_rows, summary_lines
-from pytest_gemm.sweep import (SWEEP_SEED, by_size, parse_sweep, report_entries, size_label, sweep_entry, sweep_params,
-                               sweep_series, sweep_table, sweep_timeout, timing_order)
-from pytest_gemm.timing import summarize
+from pytest_gemm.outputs.report import build_report, kernel_summaries, ranking_rows, summary_lines
+from pytest_gemm.measure.sweep import (SWEEP_SEED, by_size, parse_sweep, report_entries, size_label, sweep_entry,
+                                       sweep_params, sweep_timeout, timing_order)
+from pytest_gemm.outputs.sweep_table import sweep_series, sweep_table
+from pytest_gemm.measure.timing import summarize
 
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
 
@@ -240,7 +241,7 @@ def test_gemm_plot_without_matplotlib_is_a_usage_error_naming_the_extra(pytester
 # ---- the plot ---------------------------------------------------------------------------------
 
 def test_without_matplotlib_the_plot_names_the_extra(monkeypatch, tmp_path):
-    from pytest_gemm.plot import PlotUnavailableError, plot_ranking
+    from pytest_gemm.outputs.plot import PlotUnavailableError, plot_ranking
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(PlotUnavailableError, match=r"pip install 'pytest-gemm\[plot\]'"):
@@ -265,7 +266,7 @@ BAR_RECORDS = [
 
 
 def test_bars_are_every_ranked_kernel_with_cublas_marked():
-    from pytest_gemm.plot import bar_data
+    from pytest_gemm.outputs.plot import bar_data
 
     bars = bar_data(BAR_RECORDS)
     names = [b["name"] for b in bars]
@@ -279,7 +280,7 @@ def test_bars_are_every_ranked_kernel_with_cublas_marked():
 @pytest.mark.parametrize("kind", ["bars", "lines", "empty"])
 def test_the_plot_is_a_real_png(kind, tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install 'pytest-gemm[plot]')")
-    from pytest_gemm.plot import plot_ranking
+    from pytest_gemm.outputs.plot import plot_ranking
 
     records = {"bars": BAR_RECORDS, "lines": SWEEP_RECORDS + BAR_RECORDS, "empty": [_record("k", "exact")]}[kind]
     path = tmp_path / "sub" / f"{kind}.png"
@@ -324,8 +325,9 @@ def fake_gpu(monkeypatch):
     """check_sweep with no GPU: CuPy's stream and pool, the harness's timed runs and cuBLAS replaced.
     ``runs`` lists (who, shape) in the order timed; ``speeds[who](shape)`` gives the median ms and
     ``verdicts[who]`` an exception the verifier raises."""
-    from pytest_gemm import checks, performance
-    from pytest_gemm.contract import PyKernel
+    from pytest_gemm.kernels import harness as checks
+    from pytest_gemm.measure import timed as performance
+    from pytest_gemm.model.contract import PyKernel
 
     fake_cupy = SimpleNamespace(cuda=SimpleNamespace(Stream=SimpleNamespace(null=_NullStream())),
                                 get_default_memory_pool=lambda: SimpleNamespace(free_all_blocks=lambda: None))
@@ -335,7 +337,7 @@ def fake_gpu(monkeypatch):
                                     "cublas": lambda s: 2e-12 * s[0] * s[1] * s[2] / 40 * 1e3})  # 40 TFLOP/s
     cublas_harness = SimpleNamespace(kernel=SimpleNamespace(name="cublas-fp32", precision="fp32"), device=H200)
     monkeypatch.setattr(checks, "harness_for", lambda kernel, device: cublas_harness)
-    monkeypatch.setattr(performance, "_problems", lambda precision, shape: ["inputs"])
+    monkeypatch.setattr(performance, "problems_for", lambda precision, shape: ["inputs"])
 
     def timed_run(h, shape, budget_s, problems=None):
         who = "cublas" if h is cublas_harness else "kernel"
@@ -347,7 +349,7 @@ def fake_gpu(monkeypatch):
 
         return summarize([state.speeds[who](shape)] * 5, 2.0 * shape[0] * shape[1] * shape[2]), verify
 
-    monkeypatch.setattr(performance, "_timed_run", timed_run)
+    monkeypatch.setattr(performance, "timed_run", timed_run)
 
     def harness(multiple_of=(1, 1, 1)):
         kernel = PyKernel(fn=lambda a, b, c: None, precision="fp32", multiple_of=multiple_of, name="mine")
@@ -358,7 +360,7 @@ def fake_gpu(monkeypatch):
 
 
 def test_the_sweep_times_both_at_every_size_in_the_seeded_order(fake_gpu):
-    from pytest_gemm.sweep import check_sweep
+    from pytest_gemm.checks.sweep import check_sweep
 
     shapes = [(s, s, s) for s in (512, 1024, 2048, 4096)]
     facts: dict = {}
@@ -373,7 +375,7 @@ def test_the_sweep_times_both_at_every_size_in_the_seeded_order(fake_gpu):
 
 
 def test_sizes_a_kernel_does_not_claim_are_skipped_and_none_at_all_skips_the_check(fake_gpu):
-    from pytest_gemm.sweep import check_sweep
+    from pytest_gemm.checks.sweep import check_sweep
 
     facts: dict = {}
     check_sweep(fake_gpu.harness((16, 16, 16)), [(1000, 1000, 1000), (1024, 1024, 1024)], facts.update,
@@ -385,8 +387,8 @@ def test_sizes_a_kernel_does_not_claim_are_skipped_and_none_at_all_skips_the_che
 
 
 def test_a_stale_output_fails_the_sweep_and_keeps_what_was_measured(fake_gpu):
-    from pytest_gemm.categories import STALE_OUTPUT, GemmCheckFailure
-    from pytest_gemm.sweep import check_sweep
+    from pytest_gemm.model.categories import STALE_OUTPUT, GemmCheckFailure
+    from pytest_gemm.checks.sweep import check_sweep
 
     shapes = [(s, s, s) for s in (512, 1024, 2048, 4096)]
     fake_gpu.verdicts["kernel"] = GemmCheckFailure(STALE_OUTPUT, "the output of the last timed call is wrong", [])
@@ -397,8 +399,8 @@ def test_a_stale_output_fails_the_sweep_and_keeps_what_was_measured(fake_gpu):
 
 
 def test_an_impossible_rate_in_the_sweep_is_a_timing_escape_naming_the_size(fake_gpu):
-    from pytest_gemm.categories import TIMING_ESCAPE, GemmCheckFailure
-    from pytest_gemm.sweep import check_sweep
+    from pytest_gemm.model.categories import TIMING_ESCAPE, GemmCheckFailure
+    from pytest_gemm.checks.sweep import check_sweep
 
     fake_gpu.speeds["kernel"] = lambda s: 2e-12 * s[0] * s[1] * s[2] / 500 * 1e3  # 500 TFLOP/s in fp32
     with pytest.raises(GemmCheckFailure) as info:

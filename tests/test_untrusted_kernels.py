@@ -257,7 +257,7 @@ def test_faults_a_hang_and_an_exit_cost_only_their_own_tests(pytester: pytest.Py
     assert healthy["verdict"] == "passed"
 
     # ... including its exact checks that ran after every fault, hang and exit
-    order = re.findall(r"::test_exact\[exact-(\w+)-[\dx]+\] (PASSED|FAILED)", output)
+    order = re.findall(r"::test_check\[exact-(\w+)-[\dx]+\] (PASSED|FAILED)", output)
     assert order, output
     last_bad = max(i for i, (name, _) in enumerate(order) if name != "healthy")
     after = [outcome for name, outcome in order[last_bad + 1:] if name == "healthy"]

@@ -25,7 +25,7 @@ def main() -> int:
     import cupy
     import reference_kernels
 
-    from pytest_gemm.inputs import exact_inputs
+    from pytest_gemm.judges.inputs import exact_inputs
 
     n = args.size
     for precision in args.precisions.split(","):

@@ -11,7 +11,7 @@ test replaced by ``true``: no bounds checks, no scalar fallback; correct only
 for M, N multiples of 128, K of the rung's K slice, 16-byte aligned buffers).
 
 For each rung: both builds are checked bit-exact on exact-integer inputs,
-then timed with ``pytest_gemm.timing.time_gpu`` (CUDA events, L2 flushed
+then timed with ``pytest_gemm.measure.timing.time_gpu`` (CUDA events, L2 flushed
 before each call), interleaved A B A B over several rounds after a settling
 round that is discarded; each build's time is the median of its per-round
 medians, and the slowdown of the edge-handling build is
@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout: import the pro
     sys.path.insert(0, str(ROOT))
 
 import reference_kernels  # noqa: E402  (never touches CUDA)
-from pytest_gemm.contract import CudaKernel  # noqa: E402
+from pytest_gemm.model.contract import CudaKernel  # noqa: E402
 
 NO_EDGE_OPTION = "-DGEMM_NO_EDGE"
 RUNGS: tuple[str, ...] = ("vectorized", "warptile")
@@ -115,7 +115,7 @@ def summarize_rung(rung: str, edge_rounds: Sequence[float], no_edge_rounds: Sequ
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
-    from pytest_gemm.cases import parse_shape as parse
+    from pytest_gemm.checks.cases import parse_shape as parse
 
     try:
         return parse(text)
@@ -158,10 +158,10 @@ def measure(pairs: list[tuple[CudaKernel, CudaKernel]], device: Any, shape: tupl
             budget_s: float, settle_s: float, limit_pct: float) -> list[dict[str, Any]]:
     import cupy
 
-    from pytest_gemm.harness import Harness
-    from pytest_gemm.inputs import exact_inputs
-    from pytest_gemm.reference import reference
-    from pytest_gemm.timing import gemm_flops, time_gpu
+    from pytest_gemm.kernels.harness import Harness
+    from pytest_gemm.judges.inputs import exact_inputs
+    from pytest_gemm.judges.reference import reference
+    from pytest_gemm.measure.timing import gemm_flops, time_gpu
 
     m, n, k = shape
     flops = gemm_flops(m, n, k)
@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rounds < 1 or args.budget_s <= 0 or args.settle_s < 0:
         parser.error("--rounds must be >= 1, --budget-s > 0 and --settle-s >= 0")
 
-    from pytest_gemm.device import probe
+    from pytest_gemm.kernels.device import probe
 
     device = probe()
     report: dict[str, Any] = {"shape": list(args.shape), "rounds": args.rounds, "budget_s": args.budget_s,

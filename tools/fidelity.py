@@ -12,7 +12,7 @@ installed):
 It times cuBLAS FP32 (cublasGemmEx, COMPUTE_32F: the reference ladder's ``cublas-fp32``)
 at SIZE^3 on the speed check's exact-integer inputs, three ways:
 
-1. harness: the speed check's own path, ``pytest_gemm.performance._timed_run`` (CUDA
+1. harness: the speed check's own path, ``pytest_gemm.measure.timed.timed_run`` (CUDA
    events around every call, the L2 flushed and the inputs rotated between calls, the last
    output verified): its median per call.
 2. loop: an independent measurement: CALLS back-to-back calls between two events on one
@@ -114,7 +114,7 @@ def gpu_state(index: int = 0) -> dict[str, float] | None:
     return dict(zip(("sm_mhz", "power_w", "temp_c"), values))
 
 def _device() -> Any:
-    from pytest_gemm.device import probe
+    from pytest_gemm.kernels.device import probe
 
     found = probe()
     if isinstance(found, str):
@@ -127,13 +127,13 @@ def harness_median(size: int, budget_s: float, kernel: str = BASELINE) -> dict[s
     import cupy
     import reference_kernels
 
-    from pytest_gemm.checks import harness_for
-    from pytest_gemm.performance import _timed_run
+    from pytest_gemm.kernels.harness import harness_for
+    from pytest_gemm.measure.timed import timed_run
 
     device = _device()
     h = harness_for(reference_kernels.by_name(kernel), device)
     with cupy.cuda.Stream.null:
-        timing, verify = _timed_run(h, (size, size, size), budget_s)
+        timing, verify = timed_run(h, (size, size, size), budget_s)
         verify()
     return {"median_ms": timing.median_ms, "min_ms": timing.min_ms, "spread": timing.spread,
             "repeats": timing.repeats, "tflops": timing.tflops, "escaped_ms": timing.escaped_ms}
@@ -144,8 +144,8 @@ def loop_median(size: int, calls: int, loops: int) -> dict[str, Any]:
     import cupy
     import reference_kernels
 
-    from pytest_gemm.inputs import exact_inputs
-    from pytest_gemm.timing import gemm_flops
+    from pytest_gemm.judges.inputs import exact_inputs
+    from pytest_gemm.measure.timing import gemm_flops
 
     _device()
     problem = exact_inputs(size, size, size, precision="fp32", seed=100)  # the harness's first input set
@@ -274,7 +274,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="fidelity.py",
         description="Needs a GPU. Times cuBLAS FP32 at SIZE^3 through pytest-gemm's harness "
-                    "(performance._timed_run: events per call, L2 flush, rotated inputs) and through a plain "
+                    "(timed.timed_run: events per call, L2 flush, rotated inputs) and through a plain "
                     "loop of CALLS back-to-back calls between two events; prints both medians and their "
                     "relative difference, then the harness median in PROCESSES fresh processes (the spread "
                     "of the median). One JSON object on stdout.",

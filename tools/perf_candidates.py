@@ -4,11 +4,11 @@
 For every kernel in ``reference_kernels.candidates.CANDIDATES`` and the current
 top rungs (``warptile``, ``wmma-fp16``, ``pipeline-sync``, ``cpasync2/3/4``):
 
-(a) correctness gate first: ``pytest_gemm.checks.check_exact`` (exact-integer
+(a) correctness gate first: ``pytest_gemm.checks.exact.check_exact`` (exact-integer
     inputs, guarded buffers, C poisoned, bit-for-bit against float64) at
     1x1x1, 17x33x65, 127x255x63, 1000^3 and 4096^3. A kernel that fails any of
     them is reported with the failure's category and message and is never timed.
-(b) timing at 2048^3, 4096^3, 8192^3 with ``pytest_gemm.timing.time_gpu`` (CUDA
+(b) timing at 2048^3, 4096^3, 8192^3 with ``pytest_gemm.measure.timing.time_gpu`` (CUDA
     events, L2 flushed before every call) on seeded random inputs, interleaved
     with cuBLAS of the same precision (``reference_kernels.CUBLAS``) in the same
     process: for each size, ``--rounds`` rounds of cuBLAS then each kernel of
@@ -52,7 +52,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout: import the pro
 
 import reference_kernels  # noqa: E402  (never touches CUDA)
 from reference_kernels import candidates  # noqa: E402
-from pytest_gemm.contract import CudaKernel, PyKernel  # noqa: E402
+from pytest_gemm.model.contract import CudaKernel, PyKernel  # noqa: E402
 
 Shape = tuple[int, int, int]
 
@@ -312,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
 # -- compile-only (no GPU) -------------------------------------------------------
 
 def compile_report(names: Sequence[str], arches: Sequence[str]) -> list[dict[str, Any]]:
-    from pytest_gemm.compiler import GemmCompileError, compile_for_arch
+    from pytest_gemm.kernels.compiler import GemmCompileError, compile_for_arch
 
     rows = []
     for name in names:
@@ -364,7 +364,7 @@ def _log(message: str) -> None:
 def run_job(names: Sequence[str], sizes: Sequence[int], budget_s: float, rounds: int,
             gate_shapes: Sequence[Shape] = GATE_SHAPES) -> dict[str, Any]:
     """Gate, then time, the kernels of one job (same precision) in this process."""
-    from pytest_gemm.device import probe
+    from pytest_gemm.kernels.device import probe
 
     device = probe()
     if isinstance(device, str):
@@ -373,11 +373,12 @@ def run_job(names: Sequence[str], sizes: Sequence[int], budget_s: float, rounds:
     import cupy
 
     from pytest_gemm import categories as cat
-    from pytest_gemm.categories import GemmCheckFailure
-    from pytest_gemm.checks import check_exact, harness_for
-    from pytest_gemm.launch import load
-    from pytest_gemm.roofs import roof_tflops
-    from pytest_gemm.timing import above_roof, gemm_flops, time_gpu
+    from pytest_gemm.model.categories import GemmCheckFailure
+    from pytest_gemm.checks.exact import check_exact
+    from pytest_gemm.kernels.harness import harness_for
+    from pytest_gemm.kernels.launch import load
+    from pytest_gemm.measure.roofs import roof_tflops
+    from pytest_gemm.measure.timing import above_roof, gemm_flops, time_gpu
 
     kernels = [kernel_by_name(n) for n in names]
     precisions = {k.precision for k in kernels}
@@ -575,7 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rounds < 1 or args.budget_s <= 0 or args.child_timeout_s <= 0:
         parser.error("--rounds must be >= 1, --budget-s and --child-timeout-s > 0")
     if args.compile_only:
-        from pytest_gemm.compiler import parse_arch_list
+        from pytest_gemm.kernels.compiler import parse_arch_list
 
         try:
             arches = parse_arch_list(args.arch)

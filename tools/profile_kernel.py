@@ -27,9 +27,9 @@ def main() -> int:
     import cupy
     import numpy as np
 
-    from pytest_gemm.checks import harness_for
-    from pytest_gemm.device import probe
-    from pytest_gemm.precision import to_storage
+    from pytest_gemm.kernels.harness import harness_for
+    from pytest_gemm.kernels.device import probe
+    from pytest_gemm.model.precision import to_storage
 
     sys.path.insert(0, str(REPO / "tools"))
     from perf_candidates import kernel_by_name

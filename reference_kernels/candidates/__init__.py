@@ -24,7 +24,7 @@ misaligned). Importing this package never imports CuPy or touches CUDA.
 """
 from __future__ import annotations
 
-from pytest_gemm.contract import CudaKernel
+from pytest_gemm.model.contract import CudaKernel
 from reference_kernels import MMA_BK, mma_fp16_kernel, mma_smem_bytes
 
 _AB = "A,B,C,M,N,K"

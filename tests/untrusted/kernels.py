@@ -79,8 +79,8 @@ healthy = _cuda("healthy")
 
 def _real_work(a: Any, b: Any, c: Any) -> None:
     """``healthy`` on the current stream: the honest part of every Python cheat."""
-    from pytest_gemm.device import require_device
-    from pytest_gemm.launch import load
+    from pytest_gemm.kernels.device import require_device
+    from pytest_gemm.kernels.launch import load
 
     m, k = a.shape
     n = b.shape[1]

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gemm.categories import ALL as CATEGORIES
-from pytest_gemm.contract import CudaKernel, PyKernel
+from pytest_gemm.model.categories import ALL as CATEGORIES
+from pytest_gemm.model.contract import CudaKernel, PyKernel
 
 KERNELS_PY = Path(__file__).resolve().parent / "kernels.py"
 
@@ -61,7 +61,7 @@ def test_declarations_are_consistent():
 @needs_nvrtc
 @pytest.mark.parametrize("name", sorted(CUDA))
 def test_compiles_for_every_claimed_arch(name: str):
-    from pytest_gemm.compiler import compile_for_arch
+    from pytest_gemm.kernels.compiler import compile_for_arch
 
     kernel = CUDA[name]
     kernel.validate()
@@ -72,7 +72,7 @@ def test_compiles_for_every_claimed_arch(name: str):
 
 
 def _ptx(name: str) -> str:
-    from pytest_gemm.compiler import compile_for_arch
+    from pytest_gemm.kernels.compiler import compile_for_arch
 
     kernel = CUDA[name]
     kernel.validate()

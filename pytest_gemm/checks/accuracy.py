@@ -1,0 +1,46 @@
+"""Accuracy on random and heavy-tailed inputs, within the bound derived from K and the
+declared precision's unit roundoff (judges/bounds.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .common import Harness, run_kernel
+from ..model.categories import GemmCheckFailure
+from ..model.shapes import Shape
+
+
+def assert_accurate_problem(got: Any, problem: Any, precision: str | None = None,
+                            alpha: float = 1.0, beta: float = 0.0) -> Any:
+    """Accuracy of ``got`` against the float64 reference of ``problem``, within the
+    K- and precision-derived bound (bounds.py); returns the AccuracyReport."""
+    from ..judges.bounds import check_accuracy
+    from ..judges.reference import abs_product, reference
+
+    xp = np
+    if type(got).__module__.startswith("cupy"):
+        import cupy as xp  # type: ignore[no-redef]
+    a64, b64 = xp.asarray(problem.a64), xp.asarray(problem.b64)
+    c0 = None if problem.c0 is None or beta == 0 else xp.asarray(problem.c0, dtype=xp.float64)
+    ref = reference(a64, b64, alpha=alpha, beta=beta, c0=c0, xp=xp)
+    gauge = abs(alpha) * abs_product(a64, b64, xp=xp)
+    if c0 is not None:
+        gauge = gauge + abs(beta) * xp.abs(c0)
+    report = check_accuracy(got, ref, gauge, problem.k, precision or problem.precision, xp=xp)
+    if report.category is not None:
+        raise GemmCheckFailure(report.category, report.message, [])
+    return report
+
+
+def check_accuracy_random(h: Harness, shape: Shape, distribution: str) -> None:
+    """Random inputs: error within the bound for the declared precision."""
+    from ..judges.inputs import random_inputs
+
+    problem = random_inputs(*shape, precision=h.kernel.precision, distribution=distribution, seed=5)
+    result = run_kernel(h, problem)
+    assert_accurate_problem(result.c, problem)
+
+
+def run(h: Harness, shape: Shape, params: dict, record: Any, options: dict) -> None:
+    check_accuracy_random(h, shape, params["dist"])

@@ -1,0 +1,42 @@
+"""Guard bands: nothing written outside C, and A and B left exactly as uploaded."""
+from __future__ import annotations
+
+from typing import Any
+
+from .common import Harness, run_kernel
+from ..model import categories as cat
+from ..model.categories import GemmCheckFailure
+from ..model.shapes import Shape
+
+
+def check_guards(h: Harness, shape: Shape) -> None:
+    """Nothing written outside C, and A and B left exactly as uploaded."""
+    from ..judges.inputs import exact_inputs
+
+    problem = exact_inputs(*shape, precision=h.kernel.precision, seed=2)
+    r = run_kernel(h, problem)
+    m, n, k = shape
+    for name, g in (("C", r.c_guard), ("A", r.a_guard), ("B", r.b_guard)):
+        if g.after or g.before:
+            where = []
+            if g.after:
+                where.append(f"{g.after} bytes changed after the end of {name} "
+                             f"(from {g.first_after} to {g.last_after} bytes past it)")
+            if g.before:
+                where.append(f"{g.before} bytes changed before the start of {name} "
+                             f"(up to {g.first_before} bytes before it)")
+            hint = ("rows past M were written: guard the store with row < M" if name == "C"
+                    else f"the kernel writes through its {name} pointer")
+            raise GemmCheckFailure(cat.OUT_OF_BOUNDS_WRITE,
+                                   f"writes outside {name} at {m}x{n}x{k}: {'; '.join(where)}", [hint])
+    for name, (count, first) in (("A", r.a_changed), ("B", r.b_changed)):
+        if count:
+            rows, cols = (m, k) if name == "A" else (k, n)
+            raise GemmCheckFailure(cat.INPUT_MODIFIED,
+                                   f"{name} ({rows}x{cols}) was modified: {count} elements changed, first at "
+                                   f"row {first[0]}, col {first[1]}",
+                                   [f"a GEMM kernel must only read {name}; declare it const to let the compiler catch this"])
+
+
+def run(h: Harness, shape: Shape, params: dict, record: Any, options: dict) -> None:
+    check_guards(h, shape)

@@ -1,0 +1,101 @@
+"""The one list of conformance checks. Collection, dispatch, Gradescope's weights and
+labels, ``--help`` and the README's table of checks all read it.
+
+A check is a module of this package with a function
+``run(h, shape, params, record, options)`` (``h``: the kernel's launch harness;
+``record``: adds facts to the check's record; ``options``: run-wide options such
+as ``min_cublas_fraction``) that returns when the kernel passes and raises
+``GemmCheckFailure`` when it does not. Adding one is that module plus one ``Check``
+entry below (CONTRIBUTING.md has a worked example).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..model import categories as cat
+from ..model.contract import GemmKernel
+from ..model.shapes import Shape
+from . import cases as C
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str                                  # test ids, records, Gradescope keys: exact, coverage, ...
+    summary: str                               # one line: what passing proves (docs, --help)
+    module: str                                # pytest_gemm.checks.<module> holds run(...)
+    shapes: tuple[Shape, ...] | str = ()       # the shapes it runs on; "bench": --gemm-bench-shape
+    params: tuple[dict[str, Any], ...] = ({},)  # one case per parameter set and shape
+    applies: Callable[[GemmKernel], bool] | None = None  # None: every kernel
+    not_applicable: str = ""                   # why a kernel has no case (Gradescope, reports)
+    weight: float = 0.0                        # default Gradescope points
+    label: str = ""                            # display name when it differs from ``name``
+    categories: tuple[str, ...] = ()           # the categories it can report itself
+    gpu: bool = True                           # False: runs with no GPU (compile)
+    per_kernel: bool = False                   # one test per kernel (the sweep), not per shape
+    timeout_factor: float = field(default=1.0)
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name
+
+    def runner(self) -> Callable[..., None]:
+        """The check's ``run`` function (imported on first use: check modules import CuPy lazily)."""
+        return importlib.import_module(f"{__package__}.{self.module}").run
+
+
+_CUDA = (cat.FAULT, cat.LAUNCH_ERROR, cat.TIMEOUT, cat.COMPILE_ERROR)
+
+CHECKS: tuple[Check, ...] = (
+    Check("compile", "compiles with NVRTC for every architecture it claims (no GPU needed)", "compile",
+          not_applicable="compile checks run only for CUDA C kernels (CudaKernel)",
+          categories=(cat.COMPILE_ERROR,), gpu=False),
+    Check("launch", "compiles and launches on this device; registers, spills, shared memory, occupancy", "launch",
+          shapes=((64, 64, 64),), categories=_CUDA),
+    Check("exact", "bit-identical to the float64 reference on exact-integer inputs, on every shape it claims",
+          "exact", shapes=C.EXACT_SHAPES, weight=40, categories=(cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, *_CUDA)),
+    Check("coverage", "C is poisoned before every launch and every element is written", "coverage",
+          shapes=C.EDGE_SHAPES, weight=10, categories=(cat.UNWRITTEN_OUTPUT, *_CUDA)),
+    Check("guards", "nothing written outside C (guard bands) and A, B unchanged", "guards",
+          shapes=C.EDGE_SHAPES, weight=10, categories=(cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA)),
+    Check("alphabeta", "C = alpha*A@B + beta*C for alpha in 0, 1, 0.7 and beta in 0, 1, 1.3", "alphabeta",
+          shapes=(C.ALPHA_BETA_SHAPE,), params=tuple({"alpha": a, "beta": b} for a in C.ALPHAS for b in C.BETAS),
+          applies=lambda k: k.takes_alpha_beta, weight=5, label="alpha/beta",
+          not_applicable="this check runs only for kernels whose signature takes alpha and beta",
+          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, *_CUDA)),
+    Check("deterministic", "launches on the same random inputs are bit-identical", "deterministic",
+          shapes=(C.DETERMINISM_SHAPE,), applies=lambda k: k.deterministic, weight=10,
+          not_applicable="this check does not run for a kernel declared deterministic=False",
+          categories=(cat.NONDETERMINISTIC, *_CUDA)),
+    Check("accuracy", "random uniform and heavy-tailed inputs within the K- and precision-derived error bound",
+          "accuracy", shapes=C.ACCURACY_SHAPES, params=tuple({"dist": d} for d in C.DISTRIBUTIONS), weight=15,
+          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, *_CUDA)),
+    Check("speed", "event-timed against cuBLAS at the same precision in the same process, ranked", "speed",
+          shapes="bench", weight=10, categories=(cat.TIMING_ESCAPE, cat.STALE_OUTPUT, *_CUDA)),
+    Check("sweep", "TFLOP/s and the fraction of cuBLAS at every --gemm-sweep size", "sweep",
+          shapes="bench", per_kernel=True, categories=(cat.TIMING_ESCAPE, cat.STALE_OUTPUT, *_CUDA)),
+)
+
+BY_NAME: dict[str, Check] = {c.name: c for c in CHECKS}
+#: The checks a Gradescope run scores, in the order its tests are listed (the sweep is opt-in).
+GRADED: tuple[str, ...] = tuple(c.name for c in CHECKS if c.name != "sweep")
+
+
+def get(name: str) -> Check:
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown check {name!r}; valid checks: {', '.join(BY_NAME)}") from None
+
+
+def help_text() -> str:
+    """One line per check, for ``--help`` and the docs."""
+    return "; ".join(f"{c.name}: {c.summary}" for c in CHECKS)
+
+
+def markdown_table() -> str:
+    """The README's table of checks."""
+    rows = ["| check | what passing proves | default points | GPU |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{c.name}` | {c.summary} | {c.weight:g} | {'yes' if c.gpu else 'no'} |" for c in CHECKS]
+    return "\n".join(rows)

@@ -1,0 +1,63 @@
+"""The speed check: a kernel and cuBLAS at the same precision, timed in the same test.
+
+Judged in this order: work still running after the timed region
+(``timing_escape``; such a kernel's work is not ordered after the harness's
+input copies, so its output proves nothing); the last timed output, verified
+against its own inputs, so a kernel that skips repeated calls or returns a
+result cached by buffer address is caught (``stale_output``); a rate above the
+hardware roof (``timing_escape``: e.g. a result reused by content); then the
+optional ``--gemm-min-cublas-fraction`` gate.
+
+Roofs (``measure/roofs.py``): the impossibility judge uses the theoretical peaks
+(a rate above the arithmetic peak, or a time below what the compulsory bytes take
+at the memory peak); "fraction of roof" is reported against the roof measured in
+this process, the theoretical peak when it could not be measured.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..kernels.harness import Harness
+from ..measure.roofs import ceilings
+from ..measure.timed import (problems_for, process_roofs, reject_escaped_work, reject_impossible_timing, roof_facts,
+                             time_cublas, timed_run)
+from ..model.shapes import Shape, shape_str
+
+def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], None],
+                min_fraction: float | None, budget_s: float = 1.0, measure_roofs: bool = True) -> None:
+    """Judged in this order: work escaping the timed region (its output is then unordered
+    against the harness's own input copies, so it is not verified), the last output
+    (stale_output), a rate above the roof or a time below the memory floor, then the
+    optional cuBLAS gate."""
+    import cupy
+
+    precision = h.kernel.precision
+    measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
+    limits = ceilings(h.device, precision, measured)
+    problems = problems_for(precision, shape)
+    with cupy.cuda.Stream.null:  # whatever stream a kernel left current, the harness works on this one
+        timing, verify = timed_run(h, shape, budget_s, problems)
+        record(dict({"timing": dict(timing.as_dict(), shape=list(shape))},
+                    **roof_facts(h.device, precision, timing, measured)))
+        reject_escaped_work(timing, limits, precision)
+        verify()
+        cublas = time_cublas(precision, shape, h.device, budget_s, problems)
+    fraction = cublas.median_ms / timing.median_ms if timing.median_ms > 0 else 0.0
+    record({"cublas": cublas.as_dict(), "fraction_of_cublas": fraction})
+    reject_impossible_timing(timing, shape, precision, limits)
+    below = cublas_gate(str(h.kernel.name), precision, shape, fraction, timing.tflops, cublas.tflops, min_fraction)
+    if below is not None:
+        raise AssertionError(below)
+
+
+def cublas_gate(name: str, precision: str, shape: Shape, fraction: float, tflops: float,
+                cublas_tflops: float, min_fraction: float | None) -> str | None:
+    """--gemm-min-cublas-fraction: why the kernel is too slow, or None when it passes (or no gate)."""
+    if min_fraction is None or fraction >= min_fraction:
+        return None
+    return (f"{name!r} runs at {fraction:.3f} of cuBLAS {precision} at {shape_str(shape)} "
+            f"({tflops:.2f} vs {cublas_tflops:.2f} TFLOP/s); --gemm-min-cublas-fraction asks for {min_fraction}")
+
+
+def run(h: Harness, shape: Shape, params: dict, record: Callable[[dict[str, Any]], None], options: dict) -> None:
+    check_speed(h, shape, record, options.get("min_cublas_fraction"))

@@ -1,0 +1,68 @@
+"""The sweep check (``--gemm-sweep``): the kernel and cuBLAS at its precision at every size,
+in a seeded shuffled order, each timing judged like the speed check (``measure/sweep.py``
+has the order and the entries)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..measure.sweep import SWEEP_SEED, sweep_entry, timing_order
+from ..model.shapes import Shape, shape_str
+
+def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any]], None],
+                seed: int = SWEEP_SEED, budget_s: float = 0.5, measure_roofs: bool = True) -> None:
+    """Time ``h``'s kernel and cuBLAS at its precision at every size, in ``timing_order``;
+    record ``sweep`` (entries in measurement order), ``sweep_order``, ``sweep_seed``,
+    ``sweep_skipped`` and ``roofs``. Raises GemmCheckFailure like the speed check."""
+    import cupy
+    import pytest
+
+    from ..kernels.harness import harness_for
+    from ..measure.cublas import CUBLAS
+    from ..measure.roofs import ceilings
+    from ..measure.timed import (problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
+                                 timed_run)
+    from .cases import skip_reason
+
+    precision = h.kernel.precision
+    measured = process_roofs(h.device, measure_roofs)
+    limits = ceilings(h.device, precision, measured)
+    plan = timing_order(shapes, seed)
+    entries: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    facts = {"sweep": entries, "sweep_order": [[list(s), list(first)] for s, first in plan],
+             "sweep_seed": seed, "sweep_skipped": skipped, "roofs": measured or None}
+    record(facts)
+    baseline = harness_for(CUBLAS[precision], h.device)
+
+    def measure(shape: Shape, first: tuple[str, str]) -> dict[str, Any]:
+        problems = problems_for(precision, shape)  # the same inputs for the kernel and cuBLAS
+        timings: dict[str, Any] = {}
+        with cupy.cuda.Stream.null:  # whatever stream a kernel left current, the harness works on this one
+            for who in first:
+                if who == "cublas":
+                    timings[who], verify_cublas = timed_run(baseline, shape, budget_s, problems)
+                    verify_cublas()
+                    continue
+                timing, verify = timed_run(h, shape, budget_s, problems)
+                timings[who] = timing
+                where = f"sweep at {shape_str(shape)}: "
+                reject_escaped_work(timing, limits, precision, where)
+                verify()
+                reject_impossible_timing(timing, shape, precision, limits, where)
+        return sweep_entry(shape, timings["kernel"], timings["cublas"])
+
+    for shape, first in plan:
+        reason = skip_reason(h.kernel, shape)
+        if reason is not None:
+            skipped.append({"shape": list(shape), "reason": reason})
+        else:
+            entries.append(measure(shape, first))
+            cupy.get_default_memory_pool().free_all_blocks()  # this size's buffers, before the next size
+        record(facts)
+    if not entries:
+        pytest.skip(f"kernel {h.kernel.name!r} claims none of the sweep sizes: " + "; ".join(s["reason"] for s in skipped))
+
+
+def run(h: Any, shape: Any, params: dict, record: Callable[[dict[str, Any]], None], options: dict) -> None:
+    """params: {"shapes": [[m, n, k], ...], "seed": int}."""
+    check_sweep(h, [tuple(s) for s in params["shapes"]], record, seed=int(params.get("seed", SWEEP_SEED)))  # type: ignore[misc]

@@ -1,0 +1,113 @@
+"""Load a kernel on the GPU and launch it on CuPy arrays.
+
+CudaKernels are compiled by compiler.py (NVRTC) for the device's architecture
+and the cubin is loaded through CuPy; PyKernels are simply called. Needs a GPU.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .compiler import CompileResult, compile_for_arch
+from ..model.contract import CudaKernel, GemmKernel, PyKernel
+from .device import GemmDevice
+
+
+@dataclass
+class KernelAttributes:
+    """What the driver reports for a loaded CUDA kernel, plus occupancy."""
+
+    registers: int
+    local_bytes: int
+    shared_static: int
+    max_threads: int
+    blocks_per_sm: int
+    occupancy: float  # resident warps / max warps per SM
+
+
+class LoadedKernel:
+    """A kernel ready to launch: ``loaded(a, b, c, m, n, k, alpha=1.0, beta=0.0)``."""
+
+    def __init__(self, kernel: GemmKernel, device: GemmDevice):
+        self.kernel = kernel
+        self.device = device
+        self.compiled: CompileResult | None = None
+        self._function: Any = None
+        if isinstance(kernel, CudaKernel):
+            self._load_cuda(kernel)
+
+    def _load_cuda(self, kernel: CudaKernel) -> None:
+        import cupy
+
+        self.compiled = compile_for_arch(kernel, self.device.arch)
+        path = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{abs(hash(self.compiled.code))}.cubin"
+        path.write_bytes(self.compiled.code)
+        self._module = cupy.RawModule(path=str(path))
+        self._function = self._module.get_function(self.compiled.lowered_name)
+
+    def prepare(self, m: int, n: int, k: int) -> None:
+        """Raise the dynamic shared-memory limit when a launch needs more than 48 KB."""
+        if isinstance(self.kernel, CudaKernel):
+            smem = self.kernel.dynamic_shared_mem(m, n, k)
+            if smem > 48 * 1024 and self._function.max_dynamic_shared_size_bytes < smem:
+                self._function.max_dynamic_shared_size_bytes = smem
+
+    def __call__(self, a: Any, b: Any, c: Any, m: int, n: int, k: int,
+                 alpha: float = 1.0, beta: float = 0.0) -> None:
+        kernel = self.kernel
+        if isinstance(kernel, PyKernel):
+            if kernel.takes_alpha_beta:
+                kernel.fn(a, b, c, alpha, beta)
+            else:
+                kernel.fn(a, b, c)
+            return
+        values = {"A": a, "B": b, "C": c, "M": np.int32(m), "N": np.int32(n), "K": np.int32(k),
+                  "alpha": np.float32(alpha), "beta": np.float32(beta)}
+        args = tuple(values[t] for t in kernel.tokens)
+        self.prepare(m, n, k)
+        self._function(kernel.launch_grid(m, n, k), tuple(kernel.block), args,
+                       shared_mem=kernel.dynamic_shared_mem(m, n, k))
+
+    def attributes(self, m: int = 4096, n: int = 4096, k: int = 4096) -> KernelAttributes | None:
+        """Registers, local and shared memory from the driver; occupancy at this shape."""
+        if self._function is None:
+            return None
+        fn = self._function
+        threads = int(np.prod(self.kernel.block))
+        smem = self.kernel.dynamic_shared_mem(m, n, k)  # type: ignore[union-attr]
+        blocks = blocks_per_sm(self.device, threads, int(fn.num_regs), int(fn.shared_size_bytes) + smem)
+        max_warps = max(1, self.device.max_threads_per_sm // 32)
+        return KernelAttributes(
+            registers=int(fn.num_regs), local_bytes=int(fn.local_size_bytes),
+            shared_static=int(fn.shared_size_bytes), max_threads=int(fn.max_threads_per_block),
+            blocks_per_sm=blocks, occupancy=min(1.0, blocks * ((threads + 31) // 32) / max_warps),
+        )
+
+
+def blocks_per_sm(device: GemmDevice, threads: int, registers: int, shared_bytes: int) -> int:
+    """Resident blocks per SM, limited by threads, registers (allocated per warp in
+    units of 256) and shared memory (1 KB reserved per block on sm_80+)."""
+    warps = (threads + 31) // 32
+    limits = [device.max_threads_per_sm // max(threads, 1), 32]
+    if registers:
+        per_warp = -(-registers * 32 // 256) * 256
+        limits.append(device.registers_per_sm // (per_warp * warps))
+    if shared_bytes:
+        reserved = 1024 if device.compute_capability >= (8, 0) else 0
+        limits.append(device.shared_mem_per_sm // (shared_bytes + reserved))
+    return max(0, min(limits))
+
+
+_LOADED: dict[tuple[int, int], LoadedKernel] = {}
+
+
+def load(kernel: GemmKernel, device: GemmDevice) -> LoadedKernel:
+    """Compile and load once per kernel per process."""
+    key = (id(kernel), device.index)
+    if key not in _LOADED:
+        _LOADED[key] = LoadedKernel(kernel, device)
+    return _LOADED[key]

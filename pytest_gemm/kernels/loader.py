@@ -1,0 +1,145 @@
+"""Resolve ``--gemm-kernel`` specs (``module:attr`` or ``path/to/file.py:attr``) into kernels.
+
+Every way a spec can be wrong raises GemmSpecError with one message naming the
+spec and the fix; the plugin turns it into a pytest.UsageError (no traceback).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..model.contract import GemmKernel, GemmSpecError, is_kernel
+
+
+def _where(exc: BaseException) -> str:
+    """file:line of the innermost frame of an exception, for import failures."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}"
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+
+
+def _import_file(spec: str, path: Path) -> ModuleType:
+    if not path.is_file():
+        raise GemmSpecError(f"--gemm-kernel {spec!r}: file {str(path)!r} not found; "
+                            "give a path relative to where pytest runs, e.g. kernels/mine.py:kernel")
+    name = f"_gemm_user_{path.stem}_{abs(hash(str(path.resolve()))) % 10**8}"
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    if str(path.parent.resolve()) not in sys.path:
+        sys.path.insert(0, str(path.parent.resolve()))  # so the file can import its neighbours
+    try:
+        module_spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # a module that calls sys.exit() at import is a bad spec too
+        del sys.modules[name]
+        raise GemmSpecError(f"--gemm-kernel {spec!r}: importing {path} failed at {_where(exc)}: "
+                            f"{type(exc).__name__}: {exc}") from None
+    return module
+
+
+def _import_module(spec: str, modname: str, rootdir: Path) -> ModuleType:
+    if str(rootdir) not in sys.path:
+        sys.path.insert(0, str(rootdir))  # plain `pytest` does not put the cwd on sys.path
+    try:
+        return importlib.import_module(modname)
+    except ModuleNotFoundError as exc:
+        if exc.name and (modname == exc.name or modname.startswith(exc.name + ".")):
+            raise GemmSpecError(
+                f"--gemm-kernel {spec!r}: module {modname!r} not found (looked in {rootdir} and sys.path); "
+                f"check the spelling, or give a file path such as path/to/{modname.split('.')[-1]}.py:attr"
+            ) from None
+        raise GemmSpecError(f"--gemm-kernel {spec!r}: importing {modname!r} failed at {_where(exc)}: "
+                            f"{type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # a module that calls sys.exit() at import is a bad spec too
+        raise GemmSpecError(f"--gemm-kernel {spec!r}: importing {modname!r} failed at {_where(exc)}: "
+                            f"{type(exc).__name__}: {exc}") from None
+
+
+def _kernel_names(module: ModuleType) -> list[str]:
+    return sorted(n for n, v in vars(module).items() if is_kernel(v) or
+                  (isinstance(v, (list, tuple, dict)) and v and all(is_kernel(x) for x in
+                   (v.values() if isinstance(v, dict) else v))))
+
+
+def _as_kernels(spec: str, attr: str, value: Any) -> list[GemmKernel]:
+    if is_kernel(value):
+        return [value]
+    if isinstance(value, dict) and value:
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)) and value:
+        items = [(None, v) for v in value]
+    else:
+        items = []
+    bad = [(k, v) for k, v in items if not is_kernel(v)]
+    if not items or bad:
+        what = bad[0][1] if bad else value
+        hint = ("decorate it with @pytest_gemm.kernel(...)" if callable(what)
+                else "make it a pytest_gemm.CudaKernel(...)")
+        where = f"{attr}[{bad[0][0]!r}]" if bad and bad[0][0] is not None else attr
+        raise GemmSpecError(
+            f"--gemm-kernel {spec!r}: {where} is a {type(what).__name__}, not a kernel; {hint}, "
+            "or point at a kernel, a list of kernels or a dict of them"
+        )
+    kernels = []
+    for key, k in items:
+        if key is not None:  # dict keys name the kernels
+            k = dataclasses.replace(k, name=str(key))
+        kernels.append(k)
+    return kernels
+
+
+def load_spec(spec: str, rootdir: Path | None = None) -> list[GemmKernel]:
+    """The kernels a spec names, each validated."""
+    rootdir = (rootdir or Path.cwd()).resolve()
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr:
+        raise GemmSpecError(
+            f"--gemm-kernel {spec!r}: expected module:attr or path/to/file.py:attr, e.g. mymod:kernel"
+        )
+    if target.endswith(".py") or "/" in target or "\\" in target:
+        path = Path(target)
+        module = _import_file(spec, path if path.is_absolute() else rootdir / path)
+    else:
+        module = _import_module(spec, target, rootdir)
+    value: Any = module
+    for part in attr.split("."):
+        if not hasattr(value, part):
+            found = _kernel_names(module)
+            hint = f"kernels it defines: {', '.join(found)}" if found else "it defines no kernels"
+            raise GemmSpecError(f"--gemm-kernel {spec!r}: {module.__name__ if not target.endswith('.py') else target} "
+                                f"has no attribute {attr!r}; {hint}")
+        value = getattr(value, part)
+    kernels = _as_kernels(spec, attr, value)
+    for index, k in enumerate(kernels):
+        try:
+            k.validate()
+        except GemmSpecError as exc:
+            raise GemmSpecError(f"--gemm-kernel {spec!r}: {exc}") from None
+        k.origin_spec = (spec, index)  # how a sandbox process finds the same kernel again
+    return kernels
+
+
+def load_specs(specs: list[str], rootdir: Path | None = None) -> list[GemmKernel]:
+    """Kernels of all specs, with unique display names (a repeated name gets a suffix)."""
+    kernels: list[GemmKernel] = []
+    seen: dict[str, int] = {}
+    for spec in specs:
+        for k in load_spec(spec, rootdir):
+            count = seen.get(str(k.name), 0)
+            seen[str(k.name)] = count + 1
+            if count:
+                origin = k.origin_spec
+                k = dataclasses.replace(k, name=f"{k.name}-{count + 1}")
+                k.origin_spec = origin
+            kernels.append(k)
+    return kernels

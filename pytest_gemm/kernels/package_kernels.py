@@ -1,0 +1,31 @@
+"""The harness's own CUDA kernels (``.cu`` files shipped in this package), compiled for a device."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def package_function(arch: str, filename: str, entry: str, options: Sequence[str] = (),
+                     block: tuple[int, ...] = (1,), package: str = "pytest_gemm.measure") -> Any:
+    """``entry`` of the package's ``filename`` as a CuPy function for ``arch`` (e.g. ``sm_90``):
+    NVRTC through compiler.py, else CuPy's own compiler (it has a device here)."""
+    import importlib.resources
+    import tempfile
+    from pathlib import Path
+
+    import cupy
+
+    from .compiler import GemmToolchainError, compile_for_arch
+    from ..model.contract import CudaKernel
+
+    source = importlib.resources.files(package).joinpath(filename)
+    with importlib.resources.as_file(source) as path:
+        kernel = CudaKernel(source=str(path), entry=entry, block=block, tile=(1, 1), options=tuple(options),
+                            name=entry)
+        try:
+            compiled = compile_for_arch(kernel, arch)
+        except GemmToolchainError:
+            module = cupy.RawModule(code=Path(path).read_text(), options=tuple(options))
+            return module.get_function(entry)
+    cubin = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{entry}.cubin"
+    cubin.write_bytes(compiled.code)
+    return cupy.RawModule(path=str(cubin)).get_function(compiled.lowered_name)

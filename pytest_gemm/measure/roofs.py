@@ -1,0 +1,424 @@
+"""Roofs: the rates a timing is judged and reported against.
+
+Two kinds, used for two different questions.
+
+*Theoretical peaks* (``roof_tflops``, ``memory_peak_gb_s``), from the SM count,
+the clock and the memory bus. A time faster than they allow is physically
+impossible, so they judge ``timing_escape`` (``ceilings`` and
+``impossible_timing``): a rate above the arithmetic peak, or a time shorter
+than the bytes a GEMM must move take at the memory peak. Where a peak is
+unknown (no clock reported), or a measurement beat it (a wrong clock), the
+measured roof x ``MEASURED_HEADROOM`` judges instead.
+
+*Measured roofs* (``measured_roofs(device)``), once per device per process (a
+sandbox child measures on its first speed check; the dict travels back in the
+check's facts, so the report can show it). They are what "of roof" means in
+the ranking, because no kernel reaches the datasheet figure:
+
+- ``fp32``: ``gemm_roof_fma`` in ``roofs.cu``, CHAINS independent FMA chains
+  per thread, a full wave of 256-thread blocks on every SM, the iteration count
+  grown until one launch takes ``FMA_TARGET_MS`` (which also settles the clocks),
+  then the median of ``REPEATS`` event-timed launches.
+- ``fp16``, ``bf16``, ``tf32`` (tensor cores; bf16 and tf32 from sm_80): the
+  practical roof, cuBLAS GemmEx (fp32 out, COMPUTE_32F, or FAST_TF32) at
+  ``TENSOR_SIZE`` cubed on random inputs, timed with ``timing.time_gpu``.
+- memory: a device-to-device ``cudaMemcpyAsync`` of a large buffer
+  (``copy_bytes``), counting the bytes read and the bytes written.
+
+A measurement that fails (no NVRTC, no cuBLAS type) is left out and its error
+kept under ``"errors"``; ``roof_tflops`` is the fallback for reporting.
+The pure helpers that turn times into rates are unit-tested with no GPU.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+from .timing import ROOF_MARGIN, TimingResult, above_roof
+
+# FP32 FMA lanes per SM by major compute capability (sm_75: 64; sm_80: 64; sm_86/89: 128; sm_90: 128).
+_FP32_LANES = {(7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128}
+# Dense fp16/bf16 tensor FLOP per SM per clock (fp32 accumulate).
+_TENSOR_FLOP = {(7, 5): 512, (8, 0): 1024, (8, 6): 512, (8, 9): 512, (9, 0): 4096}
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+
+# The FMA micro-benchmark (roofs.cu): the same CHAINS and UNROLL are passed to the compiler.
+CHAINS = 8            # independent FMA chains per thread
+UNROLL = 16           # FMA rounds per loop iteration
+FMA_THREADS = 256     # threads per block
+FMA_TARGET_MS = 20.0  # one timed launch lasts about this long
+REPEATS = 5           # timed launches (FMA) or copies (memory); the median is kept
+TENSOR_SIZE = 8192    # the cuBLAS tensor roof's M = N = K
+MEASURED_HEADROOM = 1.25  # with no usable theoretical peak: impossible above 1.25 x the measured roof
+
+
+# ---- theoretical peaks (pure) ------------------------------------------------
+
+def fp32_peak_tflops(device: Any) -> float:
+    lanes = _FP32_LANES.get(tuple(device.compute_capability), 128)
+    return device.sm_count * lanes * 2 * device.clock_mhz * 1e6 / 1e12
+
+
+def tensor_peak_tflops(device: Any) -> float:
+    per_sm = _TENSOR_FLOP.get(tuple(device.compute_capability), 4096)
+    return device.sm_count * per_sm * device.clock_mhz * 1e6 / 1e12
+
+
+def roof_tflops(device: Any, precision: str) -> float:
+    """The theoretical peak for this precision (0 when the clock is unknown)."""
+    if not getattr(device, "clock_mhz", 0):
+        return 0.0
+    if precision == "fp32":
+        return fp32_peak_tflops(device)
+    if precision == "tf32":
+        return tensor_peak_tflops(device) / 2
+    return tensor_peak_tflops(device)
+
+
+def memory_peak_gb_s(device: Any) -> float:
+    """Theoretical DRAM bandwidth: memory clock x 2 (double data rate) x bus width (0 when unknown)."""
+    clock = float(getattr(device, "memory_clock_mhz", 0) or 0)
+    bus = int(getattr(device, "memory_bus_width", 0) or 0)
+    return clock * 1e6 * 2 * bus / 8 / 1e9
+
+
+# ---- times to rates (pure) -------------------------------------------------
+
+def rate_tflops(flops: float, ms: float) -> float:
+    """FLOPs done in ``ms`` milliseconds, in TFLOP/s (0 for a non-positive time)."""
+    return flops / (ms * 1e-3) / 1e12 if ms > 0 else 0.0
+
+
+def fma_flops(threads: int, iters: int, chains: int = CHAINS, unroll: int = UNROLL) -> float:
+    """FLOPs of one ``gemm_roof_fma`` launch: 2 per FMA, chains x unroll FMAs per iteration per thread."""
+    return 2.0 * chains * unroll * iters * threads
+
+
+def copy_gb_s(nbytes: int, ms: float) -> float:
+    """Bandwidth of a device-to-device copy of ``nbytes``: bytes read plus bytes written, in GB/s."""
+    return 2.0 * nbytes / (ms * 1e-3) / 1e9 if ms > 0 else 0.0
+
+
+def fma_blocks(sm_count: int, max_threads_per_sm: int, threads: int = FMA_THREADS) -> int:
+    """Blocks of the FMA benchmark: a full wave, as many as fit on every SM (at least 2 per SM)."""
+    per_sm = max(2, (max_threads_per_sm or 1024) // threads)
+    return max(1, sm_count) * per_sm
+
+
+def calibrated_iterations(iters: int, ms: float, target_ms: float = FMA_TARGET_MS) -> int:
+    """The iteration count that makes a launch which took ``ms`` for ``iters`` last ``target_ms``
+    (grown at most 64x per step, so a launch timed too short to resolve cannot explode it)."""
+    if ms <= 0:
+        return iters * 64
+    return max(1, min(iters * 64, int(round(iters * target_ms / ms))))
+
+
+def copy_bytes(total_memory: int, l2_bytes: int) -> int:
+    """Bytes of the bandwidth copy: 1 GiB, or an eighth of memory on a small GPU, and always
+    well past the L2 (8x), so the copy runs from DRAM."""
+    size = min(1 << 30, max(total_memory // 8, 64 << 20))
+    return max(size, 8 * l2_bytes)
+
+
+def tensor_size(total_memory: int, size: int = TENSOR_SIZE) -> int:
+    """The cuBLAS roof's M = N = K: TENSOR_SIZE, halved until its fp32 operands take a quarter of memory."""
+    while size > 1024 and total_memory and 3 * 4 * size * size > total_memory // 4:
+        size //= 2
+    return size
+
+
+def tensor_precisions(compute_capability: Sequence[int]) -> tuple[str, ...]:
+    """Tensor-core precisions with a cuBLAS roof on this device: fp16 from sm_70, bf16 and tf32 from sm_80."""
+    cc = tuple(compute_capability)
+    if cc >= (8, 0):
+        return ("fp16", "bf16", "tf32")
+    return ("fp16",) if cc >= (7, 0) else ()
+
+
+def measured_tflops(measured: dict[str, Any] | None, precision: str) -> float | None:
+    """The measured roof for a precision, or None."""
+    value = ((measured or {}).get("tflops") or {}).get(precision)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def reported_roof(precision: str, measured: dict[str, Any] | None, theoretical: float) -> tuple[float, str]:
+    """(roof, kind) a rate is reported as a fraction of: the measured roof when there is one,
+    else the theoretical peak; (0, "none") when neither is known."""
+    value = measured_tflops(measured, precision)
+    if value:
+        return value, "measured"
+    return (theoretical, "theoretical") if theoretical > 0 else (0.0, "none")
+
+
+# ---- what no honest timing can beat (pure) ---------------------------------
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The physical limits an honest timing stays under (0: unknown, nothing judged)."""
+
+    tflops: float    # arithmetic: the theoretical peak (or the measured roof x MEASURED_HEADROOM)
+    gb_s: float      # memory: the theoretical bandwidth (or the measured one x MEASURED_HEADROOM)
+    l2_bytes: int    # bytes that may be served by the L2 instead of DRAM
+
+
+def _ceiling(theoretical: float, measured: float | None) -> float:
+    """The theoretical peak; the measured roof x MEASURED_HEADROOM where there is no peak, or where
+    the measurement beat it (then the device reported a wrong clock, and the peak cannot judge)."""
+    if measured and measured > theoretical:
+        return measured * MEASURED_HEADROOM
+    return theoretical
+
+
+def ceilings(device: Any, precision: str, measured: dict[str, Any] | None = None) -> Ceilings:
+    """The theoretical peaks, with the measured roofs as a fallback (``_ceiling``)."""
+    memory = (measured or {}).get("memory_gb_s")
+    return Ceilings(_ceiling(roof_tflops(device, precision), measured_tflops(measured, precision)),
+                    _ceiling(memory_peak_gb_s(device), float(memory) if isinstance(memory, (int, float)) else None),
+                    int(getattr(device, "l2_bytes", 0) or 0))
+
+
+_INPUT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+
+
+def compulsory_bytes(shape: Sequence[int], precision: str, l2_bytes: int = 0) -> float:
+    """Bytes a GEMM must move through DRAM: A and B read once, C written once, less twice the
+    L2 (what may already sit there, or still be unwritten, when the timed region ends)."""
+    m, n, k = shape
+    size = _INPUT_BYTES.get(precision, 4)
+    return max(0.0, float(size * (m * k + k * n) + 4 * m * n - 2 * l2_bytes))
+
+
+def below_memory_floor(timing: TimingResult, shape: Sequence[int], precision: str, gb_s: float,
+                       l2_bytes: int = 0) -> tuple[str, list[str]] | None:
+    """(summary, details) when the median is shorter than the compulsory bytes take at
+    ``ROOF_MARGIN`` x ``gb_s``, else None (also when the bandwidth is unknown)."""
+    moved = compulsory_bytes(shape, precision, l2_bytes)
+    if gb_s <= 0 or moved <= 0 or timing.median_ms <= 0:
+        return None
+    achieved = moved / (timing.median_ms * 1e-3) / 1e9
+    if achieved <= ROOF_MARGIN * gb_s:
+        return None
+    shape_text = "x".join(map(str, shape))
+    return (f"{shape_text} in {timing.median_ms:.4f} ms moves at least {moved / 1e6:.1f} MB through memory, "
+            f"{achieved:.0f} GB/s: faster than this GPU's memory ({gb_s:.0f} GB/s): not ranked",
+            ["A and B must be read and C written at least once (less twice the L2, which may hold some of it)",
+             "work was probably left outside the timed region (another stream or thread), "
+             "or results were reused instead of computed"])
+
+
+def impossible_timing(timing: TimingResult, shape: Sequence[int], precision: str,
+                      limits: Ceilings) -> tuple[str, list[str]] | None:
+    """Why a timing is physically impossible (a rate above the arithmetic ceiling, or a time
+    below the memory floor), or None."""
+    return (above_roof(timing, limits.tflops, precision)
+            or below_memory_floor(timing, shape, precision, limits.gb_s, limits.l2_bytes))
+
+
+# ---- combining and describing measurements (pure) --------------------------
+
+def combine_roofs(measurements: Iterable[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Several processes' measured roofs (one per sandbox) as one: the median of every figure,
+    and how many measurements it came from. None when there is none."""
+    found = [m for m in measurements if isinstance(m, dict) and (m.get("tflops") or m.get("memory_gb_s"))]
+    if not found:
+        return None
+    tflops: dict[str, float] = {}
+    for precision in PRECISIONS:
+        values = [v for m in found if isinstance(v := (m.get("tflops") or {}).get(precision), (int, float))]
+        if values:
+            tflops[precision] = statistics.median(values)
+    memory = [m["memory_gb_s"] for m in found if isinstance(m.get("memory_gb_s"), (int, float))]
+    first = found[0]
+    combined: dict[str, Any] = {
+        "device": first.get("device"), "tflops": tflops,
+        "memory_gb_s": statistics.median(memory) if memory else None,
+        "theoretical_tflops": first.get("theoretical_tflops"),
+        "theoretical_memory_gb_s": first.get("theoretical_memory_gb_s"),
+        "methods": first.get("methods"), "measurements": len(found),
+    }
+    if len(found) > 1:
+        spread = {p: (max(vs) - min(vs)) / statistics.median(vs)
+                  for p in tflops if (vs := [m["tflops"][p] for m in found if p in (m.get("tflops") or {})])
+                  and statistics.median(vs) > 0}
+        combined["spread"] = spread
+    return combined
+
+
+def roofs_summary(roofs: dict[str, Any] | None) -> str | None:
+    """One line for the terminal: each measured roof with its theoretical peak."""
+    if not roofs:
+        return None
+    theory = roofs.get("theoretical_tflops") or {}
+    parts = []
+    for precision in PRECISIONS:
+        value = (roofs.get("tflops") or {}).get(precision)
+        if value:
+            peak = theory.get(precision)
+            kind = "FMA" if precision == "fp32" else "cuBLAS"
+            parts.append(f"{precision} {value:.1f} TFLOP/s ({kind}"
+                         + (f", {100 * value / peak:.0f}% of the {peak:.1f} peak)" if peak else ")"))
+    if roofs.get("memory_gb_s"):
+        peak = roofs.get("theoretical_memory_gb_s")
+        parts.append(f"memory {roofs['memory_gb_s']:.0f} GB/s"
+                     + (f" ({100 * roofs['memory_gb_s'] / peak:.0f}% of the {peak:.0f} peak)" if peak else ""))
+    if not parts:
+        return None
+    count = roofs.get("measurements")
+    where = f" (median of {count} processes)" if count and count > 1 else ""
+    return "measured roofs" + where + ": " + "; ".join(parts)
+
+
+# ---- measuring (GPU) -------------------------------------------------------
+
+_MEASURED: dict[tuple[int, str], dict[str, Any]] = {}
+
+
+def _event_ms(fn: Callable[[], Any]) -> float:
+    import cupy
+
+    null = cupy.cuda.Stream.null
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    with null:
+        start.record(null)
+        fn()
+        end.record(null)
+    end.synchronize()
+    return float(cupy.cuda.get_elapsed_time(start, end))
+
+
+def _free_memory() -> None:
+    """Hand the benchmarks' buffers back (CuPy's pool keeps them otherwise)."""
+    try:
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+    except Exception:  # noqa: BLE001 - only housekeeping
+        pass
+
+
+def _fma_function(device: Any) -> Any:
+    """``gemm_roof_fma`` compiled for this device."""
+    from ..kernels.package_kernels import package_function
+
+    return package_function(device.arch, "roofs.cu", "gemm_roof_fma",
+                            options=(f"-DCHAINS={CHAINS}", f"-DUNROLL={UNROLL}"), block=(FMA_THREADS,))
+
+
+def _measure_fma(device: Any) -> float:
+    import cupy
+    import numpy as np
+
+    fn = _fma_function(device)
+    blocks = fma_blocks(device.sm_count, device.max_threads_per_sm)
+    out = cupy.empty(blocks * FMA_THREADS, dtype=cupy.float32)
+    a, b = np.float32(0.999999), np.float32(1.0e-6)  # x -> b / (1 - a) = 1: no overflow, no denormals
+
+    def launch(iters: int) -> Callable[[], None]:
+        return lambda: fn((blocks,), (FMA_THREADS,), (out, a, b, np.int32(iters)))
+
+    iters = 64
+    ms = _event_ms(launch(iters))
+    while ms < 0.5 * FMA_TARGET_MS and iters < 1 << 24:  # grow to the target; the launches also settle the clocks
+        iters = calibrated_iterations(iters, ms)
+        ms = _event_ms(launch(iters))
+    times = [_event_ms(launch(iters)) for _ in range(REPEATS)]
+    return rate_tflops(fma_flops(blocks * FMA_THREADS, iters), statistics.median(times))
+
+
+def _measure_copy(device: Any) -> float:
+    import cupy
+
+    nbytes = copy_bytes(device.total_memory, device.l2_bytes)
+    src = cupy.ones(nbytes // 4, dtype=cupy.float32)
+    dst = cupy.empty_like(src)
+    null = cupy.cuda.Stream.null
+
+    def copy() -> None:
+        dst.data.copy_from_device_async(src.data, src.nbytes, null)
+
+    for _ in range(2):
+        copy()
+    times = [_event_ms(copy) for _ in range(REPEATS)]
+    return copy_gb_s(nbytes // 4 * 4, statistics.median(times))
+
+
+def _random_storage(precision: str, shape: tuple[int, int]) -> Any:
+    import cupy
+
+    values = cupy.random.default_rng(7).uniform(-1.0, 1.0, size=shape, dtype=cupy.float32)
+    if precision == "fp16":
+        return values.astype(cupy.float16)
+    if precision == "bf16":  # bf16 bit patterns: the upper half of the float32
+        return (values.view(cupy.uint32) >> 16).astype(cupy.uint16)
+    return values
+
+
+def _measure_cublas(device: Any, precision: str) -> float:
+    import cupy
+    from .cublas import CUBLAS
+
+    from .timing import gemm_flops, time_gpu
+
+    size = tensor_size(device.total_memory)
+    launcher = CUBLAS[precision].fn
+    a = _random_storage(precision, (size, size))
+    b = _random_storage(precision, (size, size))
+    c = cupy.empty((size, size), dtype=cupy.float32)
+    with cupy.cuda.Stream.null:
+        timing = time_gpu(lambda: launcher(a, b, c), flops=gemm_flops(size, size, size), warmup=2,
+                          min_repeats=REPEATS, max_repeats=20, budget_s=0.25,
+                          settle_ms=0.0)  # the FMA roof, measured first, has settled the clocks
+    return timing.tflops
+
+
+def methods(device: Any) -> dict[str, str]:
+    """How each roof is measured, in words (kept with the figures)."""
+    size = tensor_size(getattr(device, "total_memory", 0))
+    nbytes = copy_bytes(getattr(device, "total_memory", 0), getattr(device, "l2_bytes", 0))
+    blocks = fma_blocks(getattr(device, "sm_count", 1), getattr(device, "max_threads_per_sm", 1024))
+    cublas = f"cuBLAS GemmEx {size}^3, fp32 out, median of event-timed calls"
+    return {"fp32": f"roofs.cu gemm_roof_fma: {CHAINS} FMA chains x {UNROLL} per iteration, {blocks} blocks of "
+                    f"{FMA_THREADS} threads, ~{FMA_TARGET_MS:g} ms launches, median of {REPEATS}",
+            "fp16": cublas + " (fp16 in, COMPUTE_32F)", "bf16": cublas + " (bf16 in, COMPUTE_32F)",
+            "tf32": cublas + " (fp32 in, COMPUTE_32F_FAST_TF32)",
+            "memory": f"device-to-device copy of {nbytes / 2**20:.0f} MiB, bytes read + written, median of {REPEATS}"}
+
+
+def measured_roofs(device: Any) -> dict[str, Any]:
+    """Measure this device's roofs, once per process (later calls return the cached dict).
+
+    ``{"device", "arch", "tflops": {precision: TFLOP/s}, "memory_gb_s", "theoretical_tflops",
+    "theoretical_memory_gb_s", "methods", "errors", "seconds"}``: JSON-able, so a sandbox child
+    can hand it to the parent. A roof that could not be measured is absent (its error kept)."""
+    key = (int(getattr(device, "index", 0)), str(getattr(device, "name", "")))
+    if key in _MEASURED:
+        return _MEASURED[key]
+    started = time.perf_counter()
+    tflops: dict[str, float] = {}
+    errors: dict[str, str] = {}
+    memory: float | None = None
+    jobs: list[tuple[str, Callable[[], float]]] = [("fp32", lambda: _measure_fma(device))]
+    jobs += [(p, (lambda p=p: _measure_cublas(device, p))) for p in tensor_precisions(device.compute_capability)]
+    for name, job in jobs:
+        try:
+            tflops[name] = job()
+        except Exception as exc:  # noqa: BLE001 - a roof we cannot measure is reported, not fatal
+            errors[name] = f"{type(exc).__name__}: {exc}"[:300]
+    try:
+        memory = _measure_copy(device)
+    except Exception as exc:  # noqa: BLE001
+        errors["memory"] = f"{type(exc).__name__}: {exc}"[:300]
+    _free_memory()
+    result = {
+        "device": str(getattr(device, "name", "")), "arch": getattr(device, "arch", None),
+        "tflops": tflops, "memory_gb_s": memory,
+        "theoretical_tflops": {p: roof_tflops(device, p) for p in PRECISIONS},
+        "theoretical_memory_gb_s": memory_peak_gb_s(device),
+        "methods": methods(device), "errors": errors,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    _MEASURED[key] = result
+    return result

@@ -1,0 +1,149 @@
+"""Timed runs of a kernel's harness and of cuBLAS, and the judges of a timing.
+
+Timed calls rotate over ``ROTATE`` buffer sets (more memory than the L2 holds),
+and before each call (outside the timed region) the call's buffers receive the
+next of ``DATA_SETS`` input sets (one more than there are buffers, so the same
+address holds different data from one visit to the next) and a poisoned C.
+``timed_run`` returns the timing and a verifier of the last timed output
+(``stale_output``); ``reject_escaped_work`` and ``reject_impossible_timing`` are
+the ``timing_escape`` judges. The speed and sweep checks (``checks/``) use them.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..judges.diagnose import POISON_BITS
+from ..kernels.harness import Harness, harness_for
+from ..model import categories as cat
+from ..model.categories import GemmCheckFailure
+from ..model.shapes import Shape, shape_str
+from .roofs import impossible_timing, reported_roof, roof_tflops
+from .timing import TimingResult, escape_verdict, escaped_work, gemm_flops, time_gpu
+
+ROTATE = 3               # buffer sets the timed calls rotate over
+
+
+DATA_SETS = ROTATE + 1   # input sets cycled through them: an address never sees the same data twice running
+
+
+_CUBLAS_TIMES: dict[tuple[str, Shape, int], TimingResult] = {}
+
+
+_PROBLEMS: dict[tuple[str, Shape], list[Any]] = {}
+
+
+def problems_for(precision: str, shape: Shape) -> list[Any]:
+    """The ``DATA_SETS`` exact input sets of a timed run (the same for a kernel and its cuBLAS baseline).
+
+    Kept for the last (precision, shape) asked for: drawing them takes seconds at 4096^3 and
+    more at 8192^3, and a process that times several kernels (the ladder ranked beside the
+    kernels under test shares one) times them all on the same sets. One key only, so a
+    process never holds more than one shape's sets."""
+    key = (precision, tuple(shape))
+    if key not in _PROBLEMS:
+        from ..judges.inputs import exact_inputs
+
+        _PROBLEMS.clear()
+        _PROBLEMS[key] = [exact_inputs(*shape, precision=precision, seed=100 + i) for i in range(DATA_SETS)]
+    return _PROBLEMS[key]
+
+
+def timed_run(h: Harness, shape: Shape, budget_s: float,
+               problems: list[Any] | None = None) -> tuple[TimingResult, Callable[[], None]]:
+    """Time ``h``'s kernel over rotating buffers and cycling exact inputs; return the timing and a verifier."""
+    import cupy
+
+    from ..judges.reference import reference
+
+    m, n, k = shape
+    if problems is None:
+        problems = problems_for(h.kernel.precision, shape)
+    buffers = [h.upload(p) for p in problems[:ROTATE]]
+    sources = [(cupy.asarray(p.a), cupy.asarray(p.b)) for p in problems]
+    poison = cupy.uint32(POISON_BITS)
+    state = {"call": -1, "slot": 0, "data": 0}  # warm-up calls use buffers[0], which holds problems[0]
+
+    def before() -> None:
+        state["call"] += 1
+        slot, data = state["call"] % ROTATE, state["call"] % DATA_SETS
+        a, b, c = buffers[slot]
+        cupy.copyto(a.array, sources[data][0])
+        cupy.copyto(b.array, sources[data][1])
+        c.array.view(cupy.uint32).fill(poison)
+        state["slot"], state["data"] = slot, data
+
+    def call() -> None:
+        a, b, c = buffers[state["slot"]]
+        h.loaded(a.array, b.array, c.array, m, n, k)
+
+    timing = time_gpu(call, flops=gemm_flops(m, n, k), l2_bytes=h.device.l2_bytes, budget_s=budget_s,
+                      before_each=before)
+
+    def verify() -> None:
+        problem = problems[state["data"]]
+        got = buffers[state["slot"]][2].array
+        want = reference(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy).astype(cupy.float32)
+        if bool(cupy.array_equal(got.view(cupy.uint32), want.view(cupy.uint32))):
+            return
+        unwritten = int((got.view(cupy.uint32) == poison).sum())
+        what = (f"{unwritten} of {got.size} outputs were never written" if unwritten
+                else "every output was written, with wrong values")
+        raise GemmCheckFailure(cat.STALE_OUTPUT, f"{h.kernel.name!r} at {shape_str(shape)}: the output of the "
+                               f"last of {timing.repeats} timed calls is wrong ({what}) although the kernel "
+                               "passed its correctness checks",
+                               ["timed calls get fresh inputs (the same buffers hold new data) and a poisoned C "
+                                "each time; a kernel must compute every call (no caching of results by address, "
+                                "no first-call-only work, no skipping repeated calls)"])
+
+    return timing, verify
+
+
+def time_cublas(precision: str, shape: Shape, device: Any, budget_s: float,
+                problems: list[Any] | None = None) -> TimingResult:
+    key = (precision, shape, device.index)
+    if key not in _CUBLAS_TIMES:
+        from .cublas import CUBLAS
+
+        baseline = CUBLAS[precision]
+
+        timing, verify = timed_run(harness_for(baseline, device), shape, budget_s, problems)
+        verify()
+        _CUBLAS_TIMES[key] = timing
+    return _CUBLAS_TIMES[key]
+
+
+def process_roofs(device: Any, measure: bool = True) -> dict[str, Any]:
+    """This process's measured roofs (``roofs.measured_roofs``, cached), or {} when not measured."""
+    if not measure:
+        return {}
+    from .roofs import measured_roofs
+
+    try:
+        return measured_roofs(device)
+    except Exception as exc:  # noqa: BLE001 - the theoretical peaks still judge; report why
+        return {"errors": {"all": f"{type(exc).__name__}: {exc}"[:300]}}
+
+
+def roof_facts(device: Any, precision: str, timing: TimingResult, measured: dict[str, Any]) -> dict[str, Any]:
+    """The roof figures a timing is reported with: the theoretical peak, the measured roof,
+    the fraction of the measured roof (of the peak when none was measured) and which one."""
+    peak = roof_tflops(device, precision)
+    roof, kind = reported_roof(precision, measured, peak)
+    return {"roof_tflops": peak, "measured_roof_tflops": roof if kind == "measured" else None,
+            "roof_kind": kind, "fraction_of_roof": timing.tflops / roof if roof else None,
+            "roofs": measured or None}
+
+
+def reject_escaped_work(timing: TimingResult, limits: Any, precision: str, where: str = "") -> None:
+    """timing_escape when work was still running after the timed region ended."""
+    if escaped_work(timing) is not None:
+        summary, details = escape_verdict(timing, limits.tflops, precision)  # type: ignore[misc]
+        raise GemmCheckFailure(cat.TIMING_ESCAPE, where + summary, details)
+
+
+def reject_impossible_timing(timing: TimingResult, shape: Shape, precision: str, limits: Any,
+                             where: str = "") -> None:
+    """timing_escape for a time the hardware cannot deliver (arithmetic or memory roof)."""
+    impossible = impossible_timing(timing, shape, precision, limits)
+    if impossible is not None:
+        raise GemmCheckFailure(cat.TIMING_ESCAPE, where + impossible[0], impossible[1])

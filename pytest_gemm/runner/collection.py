@@ -1,0 +1,109 @@
+"""Collection: parametrize the suite over the kernels under test, check markers, skip
+what this machine cannot run."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..checks import registry
+from ..checks.cases import build_cases, skip_reason
+from ..model.contract import short_id
+from .state import is_ladder_entry, kernels_under_test, ladder_for_ranking, state
+
+
+def generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``gemm_case`` from a ``gemm_cases`` marker: ``gemm_cases()`` (every GPU check
+    of the registry), ``gemm_cases("exact")`` (one check, its registered shapes), or with
+    ``shapes=`` / ``params=`` / ``when=`` overriding the registry's."""
+    if "gemm_case" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("gemm_cases")
+    if marker is None:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: uses gemm_case without a @pytest.mark.gemm_cases(...) marker")
+    name = marker.args[0] if marker.args else marker.kwargs.get("check")
+    if name is None:
+        checks = [c for c in registry.CHECKS if c.gpu and not c.per_kernel]
+    else:
+        try:
+            checks = [registry.get(name)]
+        except ValueError as exc:
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: gemm_cases: {exc}") from None
+    values = []
+    for check in checks:
+        values += _params(metafunc.config, check, marker)
+    if not values:
+        what = name or "any"
+        values = [pytest.param(None, id=f"{what}-none", marks=pytest.mark.skip(
+            reason=f"no kernel under test has what the {what} check needs"))]
+    metafunc.parametrize("gemm_case", values)
+
+
+def _params(config: pytest.Config, check: registry.Check, marker: pytest.Mark) -> list[Any]:
+    shapes = marker.kwargs.get("shapes") or (marker.args[1] if len(marker.args) > 1 else None) or check.shapes
+    if shapes == "bench":
+        shapes = [state(config).bench_shape]
+    params = marker.kwargs.get("params") or check.params
+    per_kernel = bool(marker.kwargs.get("per_kernel", check.per_kernel))  # one test per kernel: <check>-<kernel>
+    when = marker.kwargs.get("when")
+    kernels = [k for k in kernels_under_test(config) if check.applies is None or check.applies(k)]
+    cases = build_cases(check.name, kernels, shapes, params, when)
+    if check.name == "speed":  # ranked with the ladder: its rungs are timed in the same run
+        cases += build_cases(check.name, ladder_for_ranking(config), shapes, params)
+    values = []
+    for case in cases:
+        reason = None if per_kernel else skip_reason(case.kernel, case.shape)  # a sweep skips sizes itself
+        marks = [pytest.mark.skip(reason=reason)] if reason else []
+        test_id = f"{check.name}-{short_id(str(case.kernel.name))}" if per_kernel else case.id
+        if is_ladder_entry(config, case.kernel):
+            test_id = test_id.replace(f"{check.name}-", f"{check.name}-ladder-", 1)
+        values.append(pytest.param(case, id=test_id, marks=marks))
+    return values
+
+
+def required_cc(item: pytest.Item) -> tuple[int, int] | None:
+    marker = item.get_closest_marker("gemm_requires_cc")
+    if marker is None:
+        return None
+    try:
+        major, minor = (int(x) for x in marker.args)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{item.nodeid}: use @pytest.mark.gemm_requires_cc(major, minor), "
+                                f"e.g. gemm_requires_cc(8, 0); got {marker.args!r}") from None
+    return major, minor
+
+
+def select_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Check marker arguments (a typo is an error even with no GPU); in --gemm-arch
+    mode keep only compile-only checks."""
+    from ..grading.gradescope import visibility_from_marker, weight_from_marker
+
+    for item in items:
+        required_cc(item)
+        try:
+            weight_from_marker(item)
+            visibility_from_marker(item)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    if state(config).arches is None:
+        return
+    keep = [i for i in items if i.get_closest_marker("gemm_offline")]
+    drop = [i for i in items if not i.get_closest_marker("gemm_offline")]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def check_requirements(item: pytest.Item) -> None:
+    needed = required_cc(item)
+    if item.get_closest_marker("gemm_gpu") is None and needed is None:
+        return
+    from ..kernels.device import probe
+
+    found = probe()
+    if isinstance(found, str):
+        pytest.skip(found)
+    if needed is not None and found.compute_capability < needed:
+        pytest.skip(f"needs compute capability {needed[0]}.{needed[1]}; this GPU ({found.name}) is "
+                    f"{found.compute_capability[0]}.{found.compute_capability[1]}")
+

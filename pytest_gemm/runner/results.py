@@ -1,0 +1,125 @@
+"""Each check's result as a JSON record in ``user_properties`` (so it crosses xdist), the
+collector on the controller, the terminal summary and the output files."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .state import GRADED_PROPERTY, RESULT_PROPERTY, STATE, is_ladder_entry, is_xdist_worker, state
+
+
+def _category(excinfo: Any) -> str | None:
+    if excinfo is None:
+        return None
+    from ..model.categories import FAULT, GemmCheckFailure, is_cuda_error
+
+    exc = excinfo.value
+    if isinstance(exc, GemmCheckFailure):
+        return exc.category
+    if is_cuda_error(exc):  # in-process mode: CuPy's CUDARuntimeError / CUDADriverError
+        return FAULT
+    return None
+
+
+def _outcome_message(call: pytest.CallInfo, report: pytest.TestReport) -> str | None:
+    """What a failed or skipped test said, for the records."""
+    if report.failed:
+        return str(call.excinfo.value) if call.excinfo else report.longreprtext[-2000:]
+    if report.skipped and call.excinfo is not None:
+        return str(getattr(call.excinfo.value, "msg", call.excinfo.value))
+    return None
+
+
+def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
+    """Attach the check's result (kernel, check, shape, outcome, category) as JSON."""
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    if report.when not in ("setup", "call") or (report.when == "setup" and report.passed):
+        return
+    if params.get("gemm_case") is not None:
+        case = params["gemm_case"]
+        if case.check == "sweep" and report.skipped and not state(item.config).sweep:
+            return  # no sweep asked for: no record, so no empty "sweep" test in the reports or Gradescope
+        kernel, check, shape, extra = case.kernel, case.check, list(case.shape), case.params
+    elif params.get("gemm_kernel_arch") is not None:
+        kernel, arch = params["gemm_kernel_arch"]
+        check, shape, extra = "compile", None, {"arch": arch}
+    else:
+        _annotate_graded_test(item, call, report)
+        return
+    record: dict[str, Any] = {
+        "kernel": str(kernel.name), "precision": kernel.precision, "check": check,
+        "shape": shape, "params": extra, "outcome": report.outcome, "category": _category(call.excinfo),
+    }
+    if is_ladder_entry(item.config, kernel):
+        record["ladder"] = True  # timed for the ranking only; its conformance is the ladder's own run
+    message = _outcome_message(call, report)
+    if message is not None:
+        record["message"] = message
+    for name, value in item.user_properties:
+        if name == "gemm_extra":
+            record.update(json.loads(value))
+    report.user_properties.append((RESULT_PROPERTY, json.dumps(record)))
+
+
+def _annotate_graded_test(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
+    """A user's own test marked gemm_weight / gemm_visibility: its own Gradescope test."""
+    from ..grading.gradescope import user_test_record
+
+    record = user_test_record(item, report.outcome, _outcome_message(call, report), _category(call.excinfo))
+    if record is not None:
+        report.user_properties.append((GRADED_PROPERTY, json.dumps(record)))
+
+
+class ResultCollector:
+    """Gathers every check's JSON record, on the controller too under xdist."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in getattr(report, "user_properties", ()):
+            if name == RESULT_PROPERTY:
+                state(self.config).results.append(json.loads(value))
+            elif name == GRADED_PROPERTY:
+                state(self.config).graded.append(json.loads(value))
+
+
+def terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    from ..outputs.report import summary_lines
+
+    if STATE not in config.stash:
+        return
+    for line in summary_lines(state(config), config):
+        terminalreporter.write_line(line)
+
+
+def write_outputs(config: pytest.Config) -> None:
+    if STATE not in config.stash or is_xdist_worker(config):
+        return
+    st = state(config)
+    path = getattr(config.option, "gemm_report", None)
+    if path:
+        from ..outputs.report import write_json_report
+
+        write_json_report(Path(path), st)
+    plot = st.plot
+    if plot:
+        from ..outputs.plot import plot_ranking
+
+        try:
+            what = plot_ranking(st.results, Path(plot))
+            st.notes.append(f"--gemm-plot: {what} drawn to {plot}")
+        except Exception as exc:  # a plot must not cost the run its results
+            st.notes.append(f"--gemm-plot: could not draw {plot}: {type(exc).__name__}: {exc}")
+    gradescope = getattr(config.option, "gemm_gradescope", None)
+    if gradescope:
+        from ..grading.gradescope import write_results
+
+        write_results(Path(gradescope), st.results + st.graded, st.grading,
+                      kernels=[str(k.name) for k in st.kernels] if st.user_kernels else None,
+                      execution_time=time.monotonic() - st.started)
+

@@ -1,0 +1,104 @@
+"""The run's configuration and collected records, kept in ``config.stash``."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from ..model.contract import GemmKernel
+
+RESULT_PROPERTY = "gemm_result"
+GRADED_PROPERTY = "gemm_graded"  # a user test with gemm_weight / gemm_visibility markers
+LADDER_SPEC = "reference_kernels:LADDER"
+
+
+@dataclass
+class GemmState:
+    kernels: list[GemmKernel]
+    user_kernels: bool                 # given with --gemm-kernel / gemm_kernels
+    arches: list[str] | None           # --gemm-arch: compile-only mode
+    bench_shape: tuple[int, int, int]
+    min_cublas_fraction: float | None
+    isolation: str = "process"
+    timeout: float | None = None
+    gpu_shared: bool = False           # xdist workers outnumber GPUs: timings are marked
+    results: list[dict[str, Any]] = field(default_factory=list)
+    sandboxes: dict[Any, Any] = field(default_factory=dict)   # kernel id (or "ladder") -> SandboxClient
+    grading: Any = None                                          # gradescope.GradingConfig
+    sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
+    plot: str | None = None                                      # --gemm-plot path
+    notes: list[str] = field(default_factory=list)               # lines for the terminal summary
+    graded: list[dict[str, Any]] = field(default_factory=list)   # user tests' records
+    started: float = field(default_factory=time.monotonic)
+    rank_ladder: bool = False          # --gemm-ladder: time the ladder beside the kernels under test
+    ladder: list[GemmKernel] | None = None                       # those rungs, once loaded
+
+
+STATE = pytest.StashKey[GemmState]()
+
+
+_MISSING: Any = object()
+
+
+def state(config: pytest.Config, default: Any = _MISSING) -> GemmState:
+    """The run's state; ``default`` when the plugin never configured this run."""
+    if default is not _MISSING:
+        return config.stash.get(STATE, default)
+    return config.stash[STATE]
+
+
+def is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+
+def kernels_under_test(config: pytest.Config) -> list[GemmKernel]:
+    st = state(config)
+    if not st.kernels:  # the ladder is the default target, loaded only when a test asks for it
+        from ..kernels.loader import load_spec
+
+        st.kernels = load_spec(LADDER_SPEC)
+    return st.kernels
+
+
+def ladder_for_ranking(config: pytest.Config) -> list[GemmKernel]:
+    """With --gemm-ladder, the ladder rungs and cuBLAS baselines timed beside the kernels under
+    test: those of the precisions under test (none when the ladder itself is under test)."""
+    st = state(config)
+    if not st.rank_ladder:
+        return []
+    if st.ladder is None:
+        from ..kernels.loader import load_spec
+
+        under_test = kernels_under_test(config)
+        precisions = {k.precision for k in under_test}
+        specs = {getattr(k, "origin_spec", ("", 0))[0].partition(":")[0] for k in under_test}
+        st.ladder = [] if "reference_kernels" in specs else \
+            [k for k in load_spec(LADDER_SPEC) if k.precision in precisions]
+    return st.ladder
+
+
+def is_ladder_entry(config: pytest.Config, kernel: GemmKernel) -> bool:
+    """True for a rung timed only for the ranking (not a kernel under test)."""
+    return any(kernel is k for k in state(config).ladder or ())
+
+
+
+def requested_sweep(config: Any) -> list[Shape] | None:
+    """The sizes asked for with ``--gemm-sweep`` (None when not given); a bad value is a UsageError."""
+    import pytest
+
+    from ..measure.sweep import parse_sweep
+
+    st = config.stash.get(STATE, None)
+    if st is not None and getattr(st, "sweep", None):
+        return list(st.sweep)
+    text = getattr(config.option, "gemm_sweep", None)
+    if not text:
+        return None
+    try:
+        return parse_sweep(text)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
