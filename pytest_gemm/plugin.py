@@ -116,6 +116,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     results.terminal_summary(terminalreporter, config)
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the verdicts are properties in it
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     results.write_outputs(session.config)
 

@@ -27,7 +27,7 @@ def test_only_correct_kernels_are_ranked_fastest_first_and_the_rest_listed_with_
     ]
     ranked, unranked = ranking_rows(records)
     assert [r[1] for r in ranked] == ["fast", "slow"] and [r[0] for r in ranked] == [1, 2]
-    assert unranked == [["wrong", "fp32", "unwritten_output"]]  # never a speed for a failed kernel
+    assert [row[:3] for row in unranked] == [["wrong", "fp32", "unwritten_output"]]  # never a speed for a failed kernel
     text = "\n".join(ranking_table(records))
     assert "not ranked" in text and "137" not in text
 
@@ -48,9 +48,10 @@ def test_ladder_rungs_timed_for_the_ranking_are_ranked_and_marked():
 def test_json_report_has_schema_verdicts_checks_and_timings():
     records = [_record("k", "exact"), _record("k", "guards", "failed", "out_of_bounds_write"), _speed("k", 3.0, 45.8, 0.9)]
     report = json.loads(json.dumps(build_report(records, {"name": "GPU"})))
-    assert report["schema_version"] == 1 and report["device"] == {"name": "GPU"}
+    assert report["schema_version"] == 2 and report["device"] == {"name": "GPU"}
     (kernel,) = report["kernels"]
-    assert kernel["verdict"] == "failed" and kernel["failure_categories"] == ["out_of_bounds_write"]
+    assert kernel["verdict"] == "failed" and kernel["primary_category"] == "out_of_bounds_write"
+    assert kernel["primary_check"].startswith("guards") and kernel["consequences"] == []
     assert {c["check"] for c in kernel["checks"]} == {"exact", "guards", "speed"}
     assert kernel["timings"][0]["fraction_of_cublas"] == 0.9
 

@@ -372,7 +372,7 @@ def run_job(names: Sequence[str], sizes: Sequence[int], budget_s: float, rounds:
 
     import cupy
 
-    from pytest_gemm import categories as cat
+    from pytest_gemm.model import categories as cat
     from pytest_gemm.model.categories import GemmCheckFailure
     from pytest_gemm.checks.exact import check_exact
     from pytest_gemm.kernels.harness import harness_for

@@ -12,7 +12,7 @@ from ..model.shapes import Shape
 
 
 def assert_accurate_problem(got: Any, problem: Any, precision: str | None = None,
-                            alpha: float = 1.0, beta: float = 0.0) -> Any:
+                            alpha: float = 1.0, beta: float = 0.0, on_report: Any = None) -> Any:
     """Accuracy of ``got`` against the float64 reference of ``problem``, within the
     K- and precision-derived bound (bounds.py); returns the AccuracyReport."""
     from ..judges.bounds import check_accuracy
@@ -28,19 +28,29 @@ def assert_accurate_problem(got: Any, problem: Any, precision: str | None = None
     if c0 is not None:
         gauge = gauge + abs(beta) * xp.abs(c0)
     report = check_accuracy(got, ref, gauge, problem.k, precision or problem.precision, xp=xp)
+    if on_report is not None:
+        on_report(report)
     if report.category is not None:
-        raise GemmCheckFailure(report.category, report.message, [])
+        raise GemmCheckFailure(report.category, report.message, report.details[:1])
     return report
 
 
-def check_accuracy_random(h: Harness, shape: Shape, distribution: str) -> None:
-    """Random inputs: error within the bound for the declared precision."""
+def check_accuracy_random(h: Harness, shape: Shape, distribution: str, record: Any = None) -> None:
+    """Random inputs: error within the bound for the declared precision. Records the error
+    ratio, the bound and K (``accuracy``), which the verdict reads to tell a lower precision
+    (errors that follow its rounding at every K) from a logic error."""
     from ..judges.inputs import random_inputs
 
     problem = random_inputs(*shape, precision=h.kernel.precision, distribution=distribution, seed=5)
     result = run_kernel(h, problem)
-    assert_accurate_problem(result.c, problem)
+
+    def keep(report: Any) -> None:
+        if record is not None:
+            ratio = report.max_ratio if np.isfinite(report.max_ratio) else None
+            record({"accuracy": {"k": shape[2], "max_ratio": ratio, "allowed": report.allowed}})
+
+    assert_accurate_problem(result.c, problem, on_report=keep)
 
 
 def run(h: Harness, shape: Shape, params: dict, record: Any, options: dict) -> None:
-    check_accuracy_random(h, shape, params["dist"])
+    check_accuracy_random(h, shape, params["dist"], record)

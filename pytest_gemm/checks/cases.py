@@ -1,8 +1,10 @@
 """Conformance cases: which (kernel, shape, parameters) each check runs on.
 
-Pure logic, decided at collection time without touching the device: a shape
-that a kernel's ``multiple_of`` excludes becomes a skipped case with the
-reason; it is never run and never failed.
+Pure logic, decided at collection time without touching the device. A shape
+that a kernel's ``multiple_of`` excludes is replaced by the nearest shape it
+claims (each dimension rounded up to its multiple), so no check is silently
+dropped; the case keeps the shape it stands in for (``requested``) and the
+report says so.
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ ALPHAS = (0.0, 1.0, 0.7)
 BETAS = (0.0, 1.0, 1.3)
 ALPHA_BETA_SHAPE: Shape = (127, 255, 63)
 
-DETERMINISM_SHAPE: Shape = (1000, 1000, 1000)
+# Determinism: a square shape and a deep-K one, where split-K float atomics contend on few outputs.
+DETERMINISM_SHAPES: tuple[Shape, ...] = ((1000, 1000, 1000), (128, 128, 16384))
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class GemmCase:
     kernel: GemmKernel
     shape: Shape
     params: dict[str, Any] = field(default_factory=dict)
+    requested: Shape | None = None  # the suite's shape this one stands in for (multiple_of), or None
 
     @property
     def id(self) -> str:
@@ -63,17 +67,36 @@ def skip_reason(kernel: GemmKernel, shape: Shape) -> str | None:
     return None
 
 
+def claimed_shape(kernel: GemmKernel, shape: Shape) -> Shape:
+    """The nearest shape ``kernel`` claims: each dimension rounded up to its ``multiple_of``."""
+    return tuple(-(-size // mult) * mult for size, mult in zip(shape, kernel.multiple_of))  # type: ignore[return-value]
+
+
 def build_cases(check: str, kernels: Iterable[GemmKernel], shapes: Iterable[Shape],
-                params: Iterable[dict[str, Any]] = ({},), when: str | None = None) -> list[GemmCase]:
+                params: Iterable[dict[str, Any]] = ({},), when: str | None = None,
+                round_to_claimed: bool = True) -> list[GemmCase]:
     """Cross kernels with shapes and parameter sets; ``when="alpha_beta"`` keeps
-    only kernels whose signature takes alpha and beta."""
+    only kernels whose signature takes alpha and beta. A shape the kernel does not
+    claim becomes the nearest one it does (once per kernel and check)."""
     cases = []
+    shapes, params = list(shapes), list(params)
     for kernel in kernels:
         if when == "alpha_beta" and not kernel.takes_alpha_beta:
             continue
         if when == "deterministic" and not kernel.deterministic:
             continue
+        seen: set[Shape] = set()
+        claimed = [tuple(s) for s in shapes if skip_reason(kernel, tuple(s)) is None]  # type: ignore[arg-type]
         for shape in shapes:
+            shape = tuple(shape)  # type: ignore[assignment]
+            requested = None
+            if round_to_claimed and skip_reason(kernel, shape) is not None:
+                shape, requested = claimed_shape(kernel, shape), shape
+                if shape in claimed:
+                    continue  # the suite already runs this shape for the kernel
+            if shape in seen:
+                continue
+            seen.add(shape)
             for p in params:
-                cases.append(GemmCase(check, kernel, tuple(shape), dict(p)))  # type: ignore[arg-type]
+                cases.append(GemmCase(check, kernel, shape, dict(p), requested))  # type: ignore[arg-type]
     return cases

@@ -9,7 +9,7 @@ from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
 
 
-def check_deterministic(h: Harness, shape: Shape, runs: int = 3) -> None:
+def check_deterministic(h: Harness, shape: Shape, runs: int = 5) -> None:
     """Random (inexact) inputs so summation order shows: every launch bit-identical."""
     import cupy
 

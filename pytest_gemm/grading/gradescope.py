@@ -7,254 +7,25 @@ fraction_of_cublas), so it is tested with no GPU. The format is Gradescope's
 Gradescope test per kernel and check group ("exact (34 shapes)"), scored with
 partial credit, and a leaderboard for the submission when it is correct.
 
-Configuration comes from ini keys (``gemm_weights``, ``gemm_visibility``,
-``gemm_performance_threshold``) through :meth:`GradingConfig.from_ini`; every
-bad key or value raises ``ValueError`` naming it and listing the valid ones.
+Configuration: ``grading/config.py``. The kernel's verdict and root cause come from
+``outputs/records.py``: a failing kernel's other failures are marked as consequences.
 """
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Sequence
 
-SCHEMA_VERSION = 1
+from ..checks import registry
+from ..outputs.records import NO_GPU_PREFIX, UNTRUSTED_TIMING, kernel_results, timing_trusted
+from .config import (CHECKS, DEFAULT_WEIGHTS, VISIBILITIES, GradingConfig, user_test_record,  # noqa: F401
+                     visibility_from_marker, weight_from_marker)
 
-# The conformance checks, in the order their Gradescope tests are listed.
-CHECKS: tuple[str, ...] = ("compile", "launch", "exact", "coverage", "guards", "alphabeta",
-                           "deterministic", "accuracy", "speed")
-DEFAULT_WEIGHTS: dict[str, float] = {"exact": 40, "coverage": 10, "guards": 10, "alphabeta": 5,
-                                     "deterministic": 10, "accuracy": 15, "speed": 10, "launch": 0,
-                                     "compile": 0}
-VISIBILITIES: tuple[str, ...] = ("visible", "hidden", "after_due_date", "after_published")
-# Extra keys of gemm_visibility besides check names.
-VISIBILITY_KEYS: tuple[str, ...] = ("default", "results", "stdout")
-
-LABELS = {"alphabeta": "alpha/beta"}
-# Why a check may have no case at all for a kernel (it is then scored 0 when weighted).
-ABSENT_HINTS = {
-    "alphabeta": "this check runs only for kernels whose signature takes alpha and beta",
-    "deterministic": "this check does not run for a kernel declared deterministic=False",
-    "compile": "compile checks run only for CUDA C kernels (CudaKernel)",
-}
-# Speed failures that mean the timing itself cannot be trusted.
-UNTRUSTED_TIMING = ("timing_escape", "stale_output")
-NO_GPU_PREFIX = "no usable GPU"
-
+SCHEMA_VERSION = 2  # 2: verdict, primary_category and diagnosis in extra_data
 _MAX_MESSAGE_LINES = 6
 _MAX_LINE = 300
-
-
-def _is_custom_check(name: str) -> bool:
-    """A user test's record carries its node id as the check name."""
-    return "::" in name
-
-
-def _visibility(value: str, where: str) -> str:
-    if value not in VISIBILITIES:
-        raise ValueError(f"{where}: visibility {value!r} is not valid; valid visibilities: {', '.join(VISIBILITIES)}")
-    return value
-
-
-def _weight(value: Any, where: str) -> float:
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: weight {value!r} is not a number; expected points >= 0, e.g. 40") from None
-    if not math.isfinite(number) or number < 0:
-        raise ValueError(f"{where}: weight {value!r} must be a finite number of points >= 0, e.g. 40")
-    return number
-
-
-def _threshold(value: Any, where: str) -> float | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: {value!r} is not a number; expected a fraction of cuBLAS > 0 "
-                         "(full speed credit at or above it), e.g. 0.3") from None
-    if not math.isfinite(number) or not 0 < number <= 10:
-        raise ValueError(f"{where}: {value!r} is out of range; expected a fraction of cuBLAS in (0, 10], e.g. 0.3")
-    return number
-
-
-def _lines(value: Any) -> list[str]:
-    """An ini value (pytest linelist, or one multi-line string) as stripped lines, no comments."""
-    if value is None:
-        return []
-    items = value.splitlines() if isinstance(value, str) else [str(v) for v in value]
-    out = []
-    for line in items:
-        line = line.split(" #")[0].strip()
-        if line and not line.startswith("#"):
-            out.append(line)
-    return out
-
-
-def _key_value(line: str, where: str, example: str) -> tuple[str, list[str]]:
-    key, sep, value = line.rpartition("=")
-    key = key.strip()
-    if not sep or not key or not value.strip():
-        raise ValueError(f"{where}: line {line!r} is not 'check = value'; e.g. {example}")
-    return key, value.split()
-
-
-def _check_key(key: str, where: str, extra: Sequence[str] = ()) -> str:
-    if key in CHECKS or key in extra or _is_custom_check(key):
-        return key
-    valid = ", ".join(list(CHECKS) + list(extra))
-    raise ValueError(f"{where}: unknown check {key!r}; valid keys: {valid} "
-                     "(or a test node id such as tests/test_mine.py::test_tiles)")
-
-
-@dataclass
-class GradingConfig:
-    """How checks become points: weights, visibilities, the speed threshold."""
-
-    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
-    visibility: dict[str, str] = field(default_factory=dict)  # per check; others get default_visibility
-    default_visibility: str = "visible"
-    results_visibility: str = "visible"      # top-level "visibility" of the whole result
-    stdout_visibility: str = "hidden"        # the autograder's stdout (pytest's output)
-    performance_threshold: float | None = None  # fraction of cuBLAS for full speed credit
-    max_failures_listed: int = 8
-
-    def __post_init__(self) -> None:
-        for check, w in list(self.weights.items()):
-            _check_key(check, "GradingConfig.weights")
-            self.weights[check] = _weight(w, f"GradingConfig.weights[{check!r}]")
-        for check, v in self.visibility.items():
-            _check_key(check, "GradingConfig.visibility")
-            _visibility(v, f"GradingConfig.visibility[{check!r}]")
-        _visibility(self.default_visibility, "GradingConfig.default_visibility")
-        _visibility(self.results_visibility, "GradingConfig.results_visibility")
-        _visibility(self.stdout_visibility, "GradingConfig.stdout_visibility")
-        self.performance_threshold = _threshold(self.performance_threshold, "GradingConfig.performance_threshold")
-
-    def weight(self, check: str) -> float:
-        return self.weights.get(check, 0.0)
-
-    def visibility_of(self, check: str) -> str:
-        return self.visibility.get(check, self.default_visibility)
-
-    def max_score(self, checks: Iterable[str] = CHECKS) -> float:
-        """Points available when every listed check has a weight (alpha/beta included)."""
-        return float(sum(self.weight(c) for c in checks))
-
-    @classmethod
-    def from_ini(cls, ini: Mapping[str, Any] | Callable[[str], Any]) -> "GradingConfig":
-        """From ``config.getini`` (or a mapping of ini key to value).
-
-        ``gemm_weights``: lines ``check = points [visibility]``; a check not listed keeps
-        its default weight (exact 40, coverage 10, guards 10, alphabeta 5, deterministic 10,
-        accuracy 15, speed 10, launch 0, compile 0).
-        ``gemm_visibility``: lines ``check = visibility``, plus ``default``, ``results``
-        (the whole result) and ``stdout`` (pytest's output, hidden by default).
-        ``gemm_performance_threshold``: the fraction of cuBLAS that earns full speed credit.
-        """
-
-        def get(name: str) -> Any:
-            if callable(ini):
-                try:
-                    return ini(name)
-                except (ValueError, KeyError):  # pytest: an ini key nobody registered
-                    return None
-            return ini.get(name)
-
-        weights = dict(DEFAULT_WEIGHTS)
-        visibility: dict[str, str] = {}
-        seen: set[str] = set()
-        for line in _lines(get("gemm_weights")):
-            where = f"gemm_weights: {line!r}"
-            key, words = _key_value(line, "gemm_weights", "'exact = 40' or 'speed = 10 hidden'")
-            check = _check_key(key, where)
-            if check in seen:
-                raise ValueError(f"{where}: check {check!r} is given twice; give each check once")
-            seen.add(check)
-            if len(words) > 2:
-                raise ValueError(f"{where}: expected 'check = points [visibility]', e.g. 'speed = 10 hidden'")
-            weights[check] = _weight(words[0], where)
-            if len(words) == 2:
-                visibility[check] = _visibility(words[1], where)
-        extra = {"default": "visible", "results": "visible", "stdout": "hidden"}
-        for line in _lines(get("gemm_visibility")):
-            where = f"gemm_visibility: {line!r}"
-            key, words = _key_value(line, "gemm_visibility", "'speed = after_published' or 'stdout = visible'")
-            key = _check_key(key, where, VISIBILITY_KEYS)
-            if len(words) != 1:
-                raise ValueError(f"{where}: expected one visibility; valid visibilities: {', '.join(VISIBILITIES)}")
-            value = _visibility(words[0], where)
-            if key in extra:
-                extra[key] = value
-            else:
-                visibility[key] = value
-        threshold = _threshold(get("gemm_performance_threshold"), "gemm_performance_threshold")
-        return cls(weights=weights, visibility=visibility, default_visibility=extra["default"],
-                   results_visibility=extra["results"], stdout_visibility=extra["stdout"],
-                   performance_threshold=threshold)
-
-
-# ---- markers for the user's own tests ------------------------------------------------
-
-def _marker_value(item: Any, name: str, usage: str) -> Any:
-    marker = item.get_closest_marker(name)
-    if marker is None:
-        return None
-    args = tuple(marker.args) + tuple(marker.kwargs.values())
-    if len(args) != 1:
-        raise ValueError(f"{getattr(item, 'nodeid', item)}: use {usage}; got args={tuple(marker.args)!r} "
-                         f"kwargs={dict(marker.kwargs)!r}")
-    return args[0]
-
-
-def weight_from_marker(item: Any) -> float | None:
-    """The points of ``@pytest.mark.gemm_weight(points)`` on a test item, or None."""
-    usage = "@pytest.mark.gemm_weight(points), e.g. gemm_weight(5)"
-    value = _marker_value(item, "gemm_weight", usage)
-    if value is None:
-        return None
-    return _weight(value, f"{getattr(item, 'nodeid', item)}: use {usage}")
-
-
-def visibility_from_marker(item: Any) -> str | None:
-    """The Gradescope visibility of ``@pytest.mark.gemm_visibility("hidden")``, or None."""
-    usage = "@pytest.mark.gemm_visibility(visibility), e.g. gemm_visibility('hidden')"
-    value = _marker_value(item, "gemm_visibility", usage)
-    if value is None:
-        return None
-    return _visibility(value, f"{getattr(item, 'nodeid', item)}: use {usage}")
-
-
-def user_test_record(item: Any, outcome: str, message: str | None = None,
-                     category: str | None = None) -> dict[str, Any] | None:
-    """A record for a user test carrying gemm_weight/gemm_visibility, or None without them.
-
-    The check name is the test's node id without its parameters, so the
-    parametrizations of one test form one Gradescope test with partial credit.
-    """
-    weight, visibility = weight_from_marker(item), visibility_from_marker(item)
-    if weight is None and visibility is None:
-        return None
-    nodeid = str(getattr(item, "nodeid", item))
-    base, _, param = nodeid.partition("[")
-    record: dict[str, Any] = {"kernel": None, "precision": None, "check": base, "shape": None,
-                              "params": {"id": param.rstrip("]")} if param else {}, "outcome": outcome,
-                              "category": category}
-    if message:
-        record["message"] = message
-    if weight is not None:
-        record["weight"] = weight
-    if visibility is not None:
-        record["visibility"] = visibility
-    return record
-
 
 # ---- scoring ------------------------------------------------------------------------
 
@@ -349,21 +120,23 @@ def _group_visibility(g: _Group, config: GradingConfig) -> str:
     return marked[0] if marked else config.visibility_of(g.check)
 
 
-def _score_group(g: _Group, config: GradingConfig, prefix: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+def _score_group(g: _Group, config: GradingConfig, prefix: bool,
+                 root: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the Gradescope test, the machine-readable tally)."""
     weight = _group_weight(g, config)
     passed = [r for r in g.records if r.get("outcome") == "passed"]
     failed = [r for r in g.records if r.get("outcome") == "failed"]
     skipped = [r for r in g.records if r.get("outcome") == "skipped"]
     ran = passed + failed
-    label = LABELS.get(g.check, g.check)
+    label = registry.get(g.check).display if g.check in registry.BY_NAME else g.check
     lines: list[str] = []
     if not g.records:
         score = 0.0
         what = f"kernel {g.kernel!r}" if g.kernel else "the submission"
         lines.append(f"nothing ran: no {label} check ran for {what}, so it scores 0")
-        if g.check in ABSENT_HINTS:
-            lines.append(f"({ABSENT_HINTS[g.check]})")
+        hint = registry.get(g.check).not_applicable if g.check in registry.BY_NAME else ""
+        if hint:
+            lines.append(f"({hint})")
     elif not ran:
         score = 0.0
         lines.append(f"nothing ran: all {len(skipped)} skipped, so it scores 0: {_skip_summary(skipped)}")
@@ -386,6 +159,14 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool) -> tuple[dict[s
             frac_text = f", {frac:.3f} x cuBLAS" if isinstance(frac, (int, float)) else ""
             lines.append(f"{_case_label(r)}: {t.get('tflops', 0):.2f} TFLOP/s, median "
                          f"{t.get('median_ms', 0):.3f} ms{frac_text}")
+    if failed and root is not None and root.status == "failed":
+        lines.append("")
+        cause = root.primary_category or "failed"
+        if any(_where(r) == root.primary_check for r in failed):
+            lines.append(f"root cause of this kernel's failures: {cause}: {root.diagnosis}")
+        else:
+            lines.append(f"these failures are consequences of the kernel's root cause, {cause} "
+                         f"({root.primary_check}): {root.diagnosis}")
     if failed:
         lines.append("")
         lines.append(f"failures ({len(failed)}):")
@@ -424,12 +205,8 @@ def _no_gpu_reason(records: Sequence[dict[str, Any]]) -> str | None:
     return None
 
 
-def _correct(records: Sequence[dict[str, Any]], kernel: str) -> tuple[bool, list[str]]:
-    """No compile, launch or correctness check failed, and at least one correctness check passed."""
-    mine = [r for r in records if r.get("kernel") == kernel and r.get("check") != "speed"]
-    failed = sorted({r.get("category") or "failed" for r in mine if r.get("outcome") == "failed"})
-    verified = any(r.get("outcome") == "passed" and r.get("check") not in ("compile", "launch") for r in mine)
-    return not failed and verified, failed
+def _where(r: dict[str, Any]) -> str:
+    return " ".join([str(r.get("check"))] + ([_case_label(r)] if r.get("shape") or r.get("params") else []))
 
 
 def _best_timing(records: Sequence[dict[str, Any]], kernel: str) -> dict[str, Any] | None:
@@ -451,9 +228,11 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
     records = [r for r in records if isinstance(r, dict) and r.get("check")]
     groups = _groups(records, config, kernels)
     graded = [k for k in dict.fromkeys(g.kernel for g in groups) if k is not None]
+    results = kernel_results(r for r in records if r.get("kernel") is not None)
     tests, checks = [], {}
     for g in groups:
-        test, tally = _score_group(g, config, prefix=len(graded) > 1)
+        root = results[g.kernel].verdict if g.kernel in results else None
+        test, tally = _score_group(g, config, prefix=len(graded) > 1, root=root)
         tests.append(test)
         agg = checks.setdefault(g.check, {"score": 0.0, "max_score": 0.0, "passed": 0, "failed": 0, "skipped": 0})
         for key, value in tally.items():
@@ -478,14 +257,21 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
     extra: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "submission": submission, "kernels": graded,
                              "score": score, "max_score": max_score, "checks": checks, "no_gpu": no_gpu,
                              "correct": False, "tflops": None, "fraction_of_cublas": None,
-                             "failure_categories": []}
+                             "failure_categories": [], "verdict": None, "primary_category": None,
+                             "diagnosis": None, "consequences": []}
     result: dict[str, Any] = {"score": score, "output": "", "visibility": config.results_visibility,
                               "stdout_visibility": config.stdout_visibility, "tests": tests}
     if execution_time is not None:
         result["execution_time"] = round(float(execution_time), 3)
     if submission is not None:
-        correct, categories = _correct(records, submission)
+        result_of = results.get(submission)
+        verdict = result_of.verdict if result_of is not None else None
+        correct = verdict is not None and verdict.status == "passed" and timing_trusted(result_of)
+        categories = [verdict.primary_category or "failed"] if verdict is not None and verdict.status == "failed" else []
         extra["correct"], extra["failure_categories"] = correct, categories
+        if verdict is not None:
+            extra.update(verdict=verdict.status, primary_category=verdict.primary_category,
+                         diagnosis=verdict.diagnosis, consequences=verdict.consequences)
         best = _best_timing(records, submission)
         if best is not None:
             extra["tflops"] = best["timing"].get("tflops")
@@ -499,7 +285,9 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
             lines.append(f"leaderboard: {board[0]['value']:g} TFLOP/s"
                          + (f", {board[1]['value']:g} x cuBLAS" if len(board) > 1 else ""))
         elif categories:
-            lines.append(f"not on the leaderboard: correctness checks failed ({', '.join(categories)})")
+            untrusted = " (no trustworthy timing)" if categories[0] in UNTRUSTED_TIMING else ""
+            lines.append(f"not on the leaderboard{untrusted}: {categories[0]} ({verdict.primary_check}): "
+                         f"{verdict.diagnosis}")
         elif not correct:
             lines.append("not on the leaderboard: no correctness check ran")
         else:
@@ -529,7 +317,8 @@ def failure_results(reason: str, max_score: float, config: GradingConfig | None 
             "extra_data": {"pytest_gemm": {"schema_version": SCHEMA_VERSION, "submission": None, "kernels": [],
                                            "score": 0.0, "max_score": max_score, "checks": {}, "no_gpu": None,
                                            "correct": False, "tflops": None, "fraction_of_cublas": None,
-                                           "failure_categories": []}}}
+                                           "failure_categories": [], "verdict": None, "primary_category": None,
+                             "diagnosis": None, "consequences": []}}}
 
 
 def write_failure_results(path: str | Path, reason: str, config: GradingConfig | None = None) -> dict[str, Any]:

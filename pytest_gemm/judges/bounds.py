@@ -99,7 +99,7 @@ from typing import Any
 import numpy
 
 from ..model.categories import PRECISION_TOO_LOW, UNWRITTEN_OUTPUT, WRONG_VALUES, GemmCheckFailure
-from .diagnose import POISON_BITS
+from .diagnose import unwritten_mask
 from ..model.precision import Precision, get_precision
 
 UNIT_ROUNDOFF = 2.0 ** -24
@@ -225,10 +225,10 @@ def check_accuracy(got: Any, ref64: Any, absprod64: Any, k: int, precision: str 
     bad_values = ~xp.isfinite(g) & xp.isfinite(ref)
     n_bad = int(_host_scalar(bad_values.sum()))
     if n_bad:
-        poisoned = int(_host_scalar((g32.view(xp.uint32) == xp.uint32(POISON_BITS)).sum()))
+        poisoned = int(_host_scalar(unwritten_mask(g32, xp=xp).sum()))
         if poisoned:
             return AccuracyReport(max_ratio, allowed, worst, UNWRITTEN_OUTPUT,
-                                  f"{poisoned} elements were never written (they still hold the poison), first {where}")
+                                  f"{poisoned} elements were never written (they still hold the fill value), first {where}")
         return AccuracyReport(max_ratio, allowed, worst, WRONG_VALUES,
                               f"{n_bad} elements are NaN or inf where the exact result is finite, first {where}",
                               ["an overflow in a half-precision accumulator, or a read of uninitialised or "

@@ -5,9 +5,10 @@ bit comparison and one ``any()``. Only when something is wrong is the output
 copied to the host, where the pattern analysis runs in numpy; outputs are at
 most a few million elements, so this costs nothing next to a failing test.
 
-Every launch starts from C filled with ``POISON_BITS`` (a NaN with a payload
-no arithmetic produces), so an element still holding exactly those bits was
-never written by the kernel.
+Every launch starts from C filled with ``FILL_BITS`` (a finite value no correct
+result can equal), or, in the beta == 0 check, ``POISON_BITS`` (a NaN with a
+payload no arithmetic produces): an element still holding exactly those bits
+was never written by the kernel.
 """
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ from ..model.categories import NONDETERMINISTIC, UNWRITTEN_OUTPUT, WRONG_VALUES,
 # Negative quiet NaN with payload 0x40DEAD: GPU arithmetic returns the canonical
 # NaN (0x7FFFFFFF), so these exact bits can only survive by never being written.
 POISON_BITS: int = 0xFFC0DEAD
+# -1.8238e8 with a payload-like mantissa: finite, so a kernel that computes alpha*acc + beta*C
+# at beta == 0 reads 0 * FILL = -0 and is still right (the beta_zero check alone judges that
+# BLAS rule); above 2**24 in magnitude, so no exact result equals it; its ulp (16) is small
+# enough that a kernel adding into C instead of storing changes it for any |result| > 8.
+FILL_BITS: int = 0xCD2DEAD5
+SENTINELS = (FILL_BITS, POISON_BITS)
 
 _UINT_FOR_SIZE = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 _MAX_LISTED = 6  # ranges or tiles spelled out before "..."
@@ -30,13 +37,19 @@ _INPUT_CHECK_LIMIT = 2 ** 31  # M*N*K above which re-multiplying A and B on the 
 # -- poison -----------------------------------------------------------------
 
 def poison(shape: int | Sequence[int], xp: Any = np) -> Any:
-    """A float32 array of ``shape`` whose every element has the bits ``POISON_BITS``."""
+    """A float32 array of ``shape`` whose every element has the bits ``POISON_BITS`` (NaN)."""
     return xp.full(shape, POISON_BITS, dtype=xp.uint32).view(xp.float32)
 
 
+def fill(shape: int | Sequence[int], xp: Any = np) -> Any:
+    """A float32 array of ``shape`` whose every element has the bits ``FILL_BITS`` (finite)."""
+    return xp.full(shape, FILL_BITS, dtype=xp.uint32).view(xp.float32)
+
+
 def unwritten_mask(c: Any, xp: Any = np) -> Any:
-    """True where ``c`` still holds the poison bits (the kernel never wrote it)."""
-    return xp.ascontiguousarray(c, dtype=xp.float32).view(xp.uint32) == xp.uint32(POISON_BITS)
+    """True where ``c`` still holds a sentinel's bits (the kernel never wrote it)."""
+    bits = xp.ascontiguousarray(c, dtype=xp.float32).view(xp.uint32)
+    return (bits == xp.uint32(FILL_BITS)) | (bits == xp.uint32(POISON_BITS))
 
 
 def _host(x: Any) -> np.ndarray:
@@ -66,6 +79,8 @@ class Diagnosis:
 def _fmt(v: float, bits: int | None = None) -> str:
     if bits == POISON_BITS:
         return "NaN (poison: never written)"
+    if bits == FILL_BITS:
+        return f"{float(np.uint32(FILL_BITS).view(np.float32)):.5g} (the fill value: never written)"
     v = float(v)
     if v != v:
         return "NaN"
@@ -369,8 +384,8 @@ def _nan_note(got: np.ndarray, written: np.ndarray, want: np.ndarray) -> str | N
     n_nan = int(computed_nan.sum())
     if not n_nan:
         return None
-    return (f"{n_nan} written elements are NaN: the kernel read C before writing it (C holds NaN poison before the "
-            "launch, so C += ... gives NaN), or read uninitialised shared memory or past the end of A or B")
+    return (f"{n_nan} written elements are NaN: the kernel read uninitialised shared memory or read past the end "
+            "of A or B (or read C when it held NaN)")
 
 
 # -- public entry points -----------------------------------------------------
@@ -413,7 +428,7 @@ def diagnose(got: Any, want: Any, *, tile: tuple[int, int] | None = None, a64: A
 def _analyse(g: np.ndarray, w: np.ndarray, bad: np.ndarray, tile: tuple[int, int] | None,
              a64: np.ndarray | None, b64: np.ndarray | None) -> Diagnosis:
     m, n = g.shape
-    unwritten = g.view(np.uint32) == np.uint32(POISON_BITS)
+    unwritten = unwritten_mask(g)
     written = ~unwritten
     count = int(bad.sum())
     first = _first(bad, g, w)
@@ -482,7 +497,7 @@ def compare_runs(first: Any, second: Any, *, tile: tuple[int, int] | None = None
     if finite[changed].any():
         details.append(f"largest change {_fmt(delta[r, c])} at row {r}, col {c}: "
                        f"{_fmt(f[r, c])} in the first run, {_fmt(s[r, c])} in the second")
-    fu, su = (x.view(np.uint32) == np.uint32(POISON_BITS) for x in (f, s))
+    fu, su = (unwritten_mask(x) for x in (f, s))
     once = int((fu != su).sum())
     if once:
         details.append(f"{once} elements were written in one run and left unwritten in the other")
@@ -547,6 +562,6 @@ def describe_guard_damage(name: str, offsets: Sequence[int], region: str, *, ite
 
 
 __all__ = [
-    "POISON_BITS", "poison", "unwritten_mask", "Diagnosis", "diagnose", "describe_region", "compare_runs",
+    "POISON_BITS", "FILL_BITS", "SENTINELS", "poison", "fill", "unwritten_mask", "Diagnosis", "diagnose", "describe_region", "compare_runs",
     "assert_bit_identical", "guard_diff", "guard_offsets", "describe_guard_damage",
 ]

@@ -1,7 +1,7 @@
 """Run a kernel once on guarded, poisoned buffers and report what it did.
 
 Every matrix lives in the middle of a larger allocation whose guard bands hold
-a byte pattern; C is poisoned with a NaN bit pattern before the launch. After
+a byte pattern; C is filled with a sentinel (judges/diagnose.py: FILL_BITS) before the launch. After
 the launch we know: C's values, which guard bytes changed (writes outside C),
 and whether A or B changed. Needs a GPU (CuPy).
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from ..model.contract import GemmKernel
 from .device import GemmDevice
-from ..judges.diagnose import poison
+from ..judges.diagnose import fill
 from ..judges.inputs import GemmProblem
 from .launch import LoadedKernel, load
 from ..model import categories as cat
@@ -105,13 +105,13 @@ class Harness:
         a = GuardedMatrix(problem.a, _guard_bytes(1, problem.a.itemsize * k))
         b = GuardedMatrix(problem.b, _guard_bytes(1, problem.b.itemsize * n))
         if c_init is None:
-            c_init = poison((m, n))
+            c_init = fill((m, n))
         c = GuardedMatrix(c_init.astype(np.float32), _guard_bytes(1, 4 * n))
         return a, b, c
 
     def run(self, problem: GemmProblem, *, alpha: float = 1.0, beta: float = 0.0,
             c_init: np.ndarray | None = None) -> LaunchResult:
-        """One launch on fresh guarded buffers; C poisoned unless ``c_init`` is given."""
+        """One launch on fresh guarded buffers; C holds the fill sentinel unless ``c_init`` is given."""
         import cupy
 
         a, b, c = self.upload(problem, c_init)

@@ -3,7 +3,7 @@
 Timed calls rotate over ``ROTATE`` buffer sets (more memory than the L2 holds),
 and before each call (outside the timed region) the call's buffers receive the
 next of ``DATA_SETS`` input sets (one more than there are buffers, so the same
-address holds different data from one visit to the next) and a poisoned C.
+address holds different data from one visit to the next) and C refilled with the sentinel.
 ``timed_run`` returns the timing and a verifier of the last timed output
 (``stale_output``); ``reject_escaped_work`` and ``reject_impossible_timing`` are
 the ``timing_escape`` judges. The speed and sweep checks (``checks/``) use them.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..judges.diagnose import POISON_BITS
+from ..judges.diagnose import FILL_BITS, unwritten_mask
 from ..kernels.harness import Harness, harness_for
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
@@ -60,7 +60,7 @@ def timed_run(h: Harness, shape: Shape, budget_s: float,
         problems = problems_for(h.kernel.precision, shape)
     buffers = [h.upload(p) for p in problems[:ROTATE]]
     sources = [(cupy.asarray(p.a), cupy.asarray(p.b)) for p in problems]
-    poison = cupy.uint32(POISON_BITS)
+    poison = cupy.uint32(FILL_BITS)  # finite: reading C at beta == 0 is the beta_zero check's business
     state = {"call": -1, "slot": 0, "data": 0}  # warm-up calls use buffers[0], which holds problems[0]
 
     def before() -> None:
@@ -85,13 +85,12 @@ def timed_run(h: Harness, shape: Shape, budget_s: float,
         want = reference(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy).astype(cupy.float32)
         if bool(cupy.array_equal(got.view(cupy.uint32), want.view(cupy.uint32))):
             return
-        unwritten = int((got.view(cupy.uint32) == poison).sum())
+        unwritten = int(unwritten_mask(got, xp=cupy).sum())
         what = (f"{unwritten} of {got.size} outputs were never written" if unwritten
                 else "every output was written, with wrong values")
         raise GemmCheckFailure(cat.STALE_OUTPUT, f"{h.kernel.name!r} at {shape_str(shape)}: the output of the "
-                               f"last of {timing.repeats} timed calls is wrong ({what}) although the kernel "
-                               "passed its correctness checks",
-                               ["timed calls get fresh inputs (the same buffers hold new data) and a poisoned C "
+                               f"last of {timing.repeats} timed calls is wrong ({what})",
+                               ["timed calls get fresh inputs (the same buffers hold new data) and C refilled with the sentinel "
                                 "each time; a kernel must compute every call (no caching of results by address, "
                                 "no first-call-only work, no skipping repeated calls)"])
 

@@ -17,6 +17,7 @@ COMPILE_ERROR = "compile_error"
 LAUNCH_ERROR = "launch_error"
 TIMING_ESCAPE = "timing_escape"
 STALE_OUTPUT = "stale_output"
+BETA_ZERO_READS_C = "beta_zero_reads_c"
 
 ALL: tuple[str, ...] = (
     WRONG_VALUES,
@@ -31,6 +32,7 @@ ALL: tuple[str, ...] = (
     LAUNCH_ERROR,
     TIMING_ESCAPE,
     STALE_OUTPUT,
+    BETA_ZERO_READS_C,
 )
 
 
@@ -65,6 +67,7 @@ __all__ = [
     "ALL", "GemmCheckFailure",
     "WRONG_VALUES", "UNWRITTEN_OUTPUT", "OUT_OF_BOUNDS_WRITE", "INPUT_MODIFIED", "NONDETERMINISTIC",
     "PRECISION_TOO_LOW", "FAULT", "TIMEOUT", "COMPILE_ERROR", "LAUNCH_ERROR", "TIMING_ESCAPE", "STALE_OUTPUT",
+    "BETA_ZERO_READS_C",
 ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, Union
@@ -79,6 +80,17 @@ def _check_common(name: str, precision: str, min_cc: Any, multiple_of: Any) -> t
     return cc, mult  # type: ignore[return-value]
 
 
+BETA_ZERO = ("blas", "reads_c")
+
+
+def _check_beta_zero(label: str, value: str) -> None:
+    """``beta_zero``: "blas" (C is not read when beta == 0: the default, BLAS's rule) or
+    "reads_c" (the tutorial epilogue alpha*acc + beta*C: declared, reported as not BLAS-conformant)."""
+    if value not in BETA_ZERO:
+        raise GemmSpecError(f"{label}: beta_zero={value!r}; valid values: {', '.join(map(repr, BETA_ZERO))} "
+                            "('reads_c' declares that the kernel reads C even when beta == 0)")
+
+
 def _caller_dir(depth: int = 2) -> Path:
     """Directory of the module that declared a kernel (sources are relative to it)."""
     frame = inspect.currentframe()
@@ -105,7 +117,7 @@ class CudaKernel:
     ``grid = (ceil(N/cols), ceil(M/rows))``; or ``grid=lambda m, n, k: (...)``.
     """
 
-    source: str
+    source: str | os.PathLike[str]
     entry: str
     block: Sequence[int]
     tile: Sequence[int] | None = None
@@ -119,11 +131,14 @@ class CudaKernel:
     name: str | None = None
     deterministic: bool = True
     arches: Sequence[str] | None = None
+    beta_zero: str = "blas"
     origin: Path = field(default_factory=lambda: _caller_dir(3), repr=False)
 
     def __post_init__(self) -> None:
         if self.name is None:
             self.name = self.entry
+        if isinstance(self.source, os.PathLike):  # a pathlib.Path: always a file, never CUDA C text
+            self.source = os.fspath(self.source)
         self.options = tuple(self.options)
         # The normal form now (block of 3, tile of 2), so validate() never changes how a
         # declaration compares or prints; a bad value is left for validate() to report.
@@ -142,6 +157,7 @@ class CudaKernel:
             raise GemmSpecError(f"{label}: entry must name the kernel function, e.g. entry=\"mm_tiled\"")
         parse_signature(self.signature)
         self.min_cc, self.multiple_of = _check_common(label, self.precision, self.min_cc, self.multiple_of)
+        _check_beta_zero(label, self.beta_zero)
         self.block = _int_tuple(self.block, 3, f"{label}: block")
         threads = math.prod(self.block)
         if threads > MAX_THREADS_PER_BLOCK:
@@ -235,6 +251,7 @@ class PyKernel:
     multiple_of: Sequence[int] = (1, 1, 1)
     name: str | None = None
     deterministic: bool = True
+    beta_zero: str = "blas"
 
     def __post_init__(self) -> None:
         if self.name is None:
@@ -245,6 +262,7 @@ class PyKernel:
         if not callable(self.fn):
             raise GemmSpecError(f"{label}: @kernel must decorate a function")
         self.min_cc, self.multiple_of = _check_common(label, self.precision, self.min_cc, self.multiple_of)
+        _check_beta_zero(label, self.beta_zero)
         params = _positional_params(self.fn)
         if len(params) not in (3, 5):
             raise GemmSpecError(
@@ -262,12 +280,12 @@ class PyKernel:
 
 def kernel(fn: Callable[..., Any] | None = None, *, precision: str = "fp32", min_cc: Sequence[int] = (7, 0),
            multiple_of: Sequence[int] = (1, 1, 1), name: str | None = None,
-           deterministic: bool = True) -> Any:
+           deterministic: bool = True, beta_zero: str = "blas") -> Any:
     """Declare a Python launcher as a GEMM kernel: ``@kernel`` or ``@kernel(precision="fp16", ...)``."""
 
     def wrap(f: Callable[..., Any]) -> PyKernel:
         return PyKernel(f, precision=precision, min_cc=min_cc, multiple_of=multiple_of, name=name,
-                        deterministic=deterministic)
+                        deterministic=deterministic, beta_zero=beta_zero)
 
     return wrap(fn) if fn is not None else wrap
 

@@ -6,74 +6,78 @@ tested with no GPU.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from .records import kernel_results, timing_trusted
+
+SCHEMA_VERSION = 2  # 2: verdict, primary_category, diagnosis, consequences, notes per kernel (docs/report-schema.md)
+
+
+def _timing_entry(r: Any) -> dict[str, Any]:
+    t = r.facts["timing"]
+    return {"shape": t.get("shape"), "median_ms": t["median_ms"], "min_ms": t["min_ms"], "spread": t["spread"],
+            "tflops": t["tflops"], "fraction_of_cublas": r.facts.get("fraction_of_cublas"),
+            "fraction_of_roof": r.facts.get("fraction_of_roof"), "roof_kind": r.facts.get("roof_kind"),
+            "cublas_median_ms": (r.facts.get("cublas") or {}).get("median_ms"),
+            "gpu_shared": bool(r.facts.get("gpu_shared")), "late_launches": int(t.get("late_launches") or 0)}
 
 
 def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per kernel: precision, verdict, every check's outcome, resources, timings."""
-    kernels: dict[str, dict[str, Any]] = {}
-    for r in records:
-        k = kernels.setdefault(r["kernel"], {"name": r["kernel"], "precision": r.get("precision"),
-                                             "checks": [], "resources": {}, "timings": [], "sweep": []})
-        if r.get("ladder"):
-            k["ladder"] = True  # a reference rung timed for the ranking, not a kernel under test
-        entry = {key: r.get(key) for key in ("check", "shape", "params", "outcome", "category", "message")}
-        k["checks"].append(entry)
-        if r.get("resources") and r.get("check") == "launch":
-            k["resources"] = r["resources"]
-        if r.get("timing"):
-            t = r["timing"]
-            k["timings"].append({"shape": t.get("shape"), "median_ms": t["median_ms"], "min_ms": t["min_ms"],
-                                 "spread": t["spread"], "tflops": t["tflops"],
-                                 "fraction_of_cublas": r.get("fraction_of_cublas"),
-                                 "fraction_of_roof": r.get("fraction_of_roof"),
-                                 "roof_kind": r.get("roof_kind"),
-                                 "cublas_median_ms": r.get("cublas", {}).get("median_ms"),
-                                 "gpu_shared": bool(r.get("gpu_shared")),
-                                 "late_launches": int(t.get("late_launches") or 0)})
-        if r.get("check") == "sweep" and r.get("sweep"):
-            from ..measure.sweep import report_entries
+    """Per kernel, as the JSON report keeps it: precision, verdict with its root cause, every
+    check's outcome, resources, timings, sweep (``records.KernelResult`` is the typed form)."""
+    from ..measure.sweep import report_entries
 
-            k["sweep"] = report_entries(r["sweep"])
-    for k in kernels.values():
-        outcomes = [c["outcome"] for c in k["checks"]]
-        failed = [c for c in k["checks"] if c["outcome"] == "failed"]
-        k["verdict"] = "failed" if failed else ("passed" if "passed" in outcomes else "skipped")
-        k["failure_categories"] = sorted({c["category"] or "failed" for c in failed})
+    kernels: dict[str, dict[str, Any]] = {}
+    for name, result in kernel_results(records).items():
+        verdict = result.verdict
+        k: dict[str, Any] = {"name": name, "precision": result.precision, "verdict": verdict.status,
+                             "primary_category": verdict.primary_category, "diagnosis": verdict.diagnosis,
+                             "primary_check": verdict.primary_check, "consequences": verdict.consequences,
+                             "notes": verdict.notes, "checks": [], "resources": result.resources,
+                             "timings": [], "sweep": []}
+        if result.ladder:
+            k["ladder"] = True  # a reference rung timed for the ranking, not a kernel under test
+        for r in result.checks:
+            entry = {"check": r.check, "shape": r.shape, "params": r.params, "outcome": r.outcome,
+                     "category": r.category, "message": r.message}
+            if r.requested_shape:
+                entry["requested_shape"] = r.requested_shape
+            if "wall_s" in r.facts:
+                entry["wall_s"] = r.facts["wall_s"]
+            k["checks"].append(entry)
+            if isinstance(r.facts.get("timing"), dict):
+                k["timings"].append(_timing_entry(r))
+            if r.check == "sweep" and r.facts.get("sweep"):
+                k["sweep"] = report_entries(r.facts["sweep"])
+        kernels[name] = k
     return kernels
 
 
-def _correct(summary: dict[str, Any]) -> bool:
-    """Ranked only if no correctness check failed (speed and sweep failures, e.g. a gate, still rank;
-    those that make a timing untrusted are handled in ranking_rows)."""
-    return not [c for c in summary["checks"] if c["outcome"] == "failed" and c["check"] not in ("speed", "sweep")]
-
-
 def ranking_rows(records: list[dict[str, Any]]) -> tuple[list[list[Any]], list[list[Any]]]:
-    """(ranked rows, unranked rows with failure categories)."""
-    summaries = kernel_summaries(records)
+    """(ranked rows, unranked rows with the root cause): ranked only when ``timing_trusted``."""
     ranked, unranked = [], []
-    for s in summaries.values():
-        res = s["resources"]
-        speed_failed = [c for c in s["checks"] if c["check"] in ("speed", "sweep")
-                        and c["category"] in ("timing_escape", "stale_output")]
-        if not _correct(s) or speed_failed:
-            cats = sorted({c["category"] or "failed" for c in s["checks"] if c["outcome"] == "failed"})
-            unranked.append([s["name"], s["precision"], ", ".join(cats)])
+    for result in kernel_results(records).values():
+        res = result.resources
+        if not timing_trusted(result):
+            v = result.verdict
+            unranked.append([result.name, result.precision, v.primary_category or "failed",
+                             _clip(v.diagnosis or "", 100)])
             continue
-        for t in s["timings"]:
-            label = s["name"] + (" (ladder)" if s.get("ladder") else "") \
+        for r in result.timed:
+            t = _timing_entry(r)
+            label = result.name + (" (ladder)" if result.ladder else "") \
                 + (" (GPU shared with another worker)" if t.get("gpu_shared") else "")
-            ranked.append([label, s["precision"], "x".join(map(str, t["shape"] or [])), t["median_ms"],
+            ranked.append([label, result.precision, "x".join(map(str, t["shape"] or [])), t["median_ms"],
                            t["spread"], t["tflops"], t["fraction_of_cublas"], t["fraction_of_roof"],
                            res.get("registers"), res.get("spill_stores", 0) + res.get("spill_loads", 0) if res else None,
                            res.get("occupancy")])
     ranked.sort(key=lambda row: -row[5])
     return [[i + 1] + row for i, row in enumerate(ranked)], unranked
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 HEADERS = ["rank", "kernel", "precision", "shape", "median ms", "spread", "TFLOP/s", "x cuBLAS", "of roof",
@@ -91,8 +95,10 @@ def ranking_table(records: list[dict[str, Any]]) -> list[str]:
                 r[9], r[10], "" if r[11] is None else f"{100 * r[11]:.0f}%"] for r in ranked]
         lines += tabulate(fmt, headers=HEADERS, tablefmt="simple").splitlines()
     if unranked:
-        lines.append("not ranked (failed correctness or timing checks):")
-        lines += tabulate(unranked, headers=["kernel", "precision", "failure categories"], tablefmt="simple").splitlines()
+        lines.append("not ranked (failed correctness or timing checks; one root cause each, "
+                     "its consequences in the JSON report):")
+        lines += tabulate(unranked, headers=["kernel", "precision", "root cause", "diagnosis"],
+                          tablefmt="simple").splitlines()
     return lines
 
 
@@ -130,10 +136,19 @@ def summary_lines(st: Any, config: Any) -> list[str]:
     lines = ["", "=" * 20 + " pytest-gemm " + "=" * 20]
     lines += table + notes
     if failures:
-        by_cat: dict[str, int] = defaultdict(int)
-        for r in failures:
-            by_cat[r.get("category") or "failed"] += 1
-        lines.append("failed checks by category: " + ", ".join(f"{c}: {n}" for c, n in sorted(by_cat.items())))
+        lines += root_cause_lines(records)
+    return lines
+
+
+def root_cause_lines(records: list[dict[str, Any]]) -> list[str]:
+    """Each failing kernel: its root cause and diagnosis, then what failed as a consequence."""
+    lines = []
+    for name, result in kernel_results(records).items():
+        v = result.verdict
+        if v.status != "failed":
+            continue
+        lines.append(f"{name}: {v.primary_category or 'failed'} ({v.primary_check}): {v.diagnosis}")
+        lines += [f"    consequence: {c}" for c in v.consequences]
     return lines
 
 
@@ -145,10 +160,20 @@ def build_report(records: list[dict[str, Any]], device: dict[str, Any] | None) -
             "kernels": list(kernel_summaries(records).values())}
 
 
-def write_json_report(path: Path, st: Any) -> None:
+def json_report(st: Any, with_device: bool = True) -> dict[str, Any]:
+    """The JSON report of a run's state (the device is probed only when asked and a GPU check ran)."""
     from ..kernels.device import probe
 
-    found = probe() if st.results and any(r.get("outcome") != "skipped" for r in st.results) else None
+    ran = st.results and any(r.get("outcome") != "skipped" for r in st.results)
+    found = probe() if with_device and ran else None
     device = found.as_dict() if found is not None and not isinstance(found, str) else None
+    return build_report(st.results, device)
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(build_report(st.results, device), indent=2, default=str))
+    path.write_text(json.dumps(report, indent=2, default=str))
+
+
+def write_json_report(path: Path, st: Any) -> None:
+    write_json(path, json_report(st))

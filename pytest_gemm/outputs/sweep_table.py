@@ -8,10 +8,10 @@ from ..measure.sweep import _PRECISION_ORDER, by_size, flops_of, is_cublas, size
 from ..model.shapes import Shape
 
 def _failed_kernels(records: Sequence[dict[str, Any]]) -> set[str]:
-    """Kernels not to draw: a failed correctness check, or a timing that cannot be trusted
-    (a speed gate, --gemm-min-cublas-fraction, is not a wrong result)."""
-    return {r["kernel"] for r in records if r.get("outcome") == "failed"
-            and (r.get("check") not in ("speed", "sweep") or r.get("category") in ("timing_escape", "stale_output"))}
+    """Kernels not to draw: ``records.timing_trusted`` says their timings cannot be ranked."""
+    from .records import kernel_results, timing_trusted
+
+    return {name for name, result in kernel_results(records).items() if not timing_trusted(result)}
 
 
 def sweep_series(records: Sequence[dict[str, Any]]) -> tuple[list[Shape], list[dict[str, Any]]]:

@@ -54,6 +54,9 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
         "kernel": str(kernel.name), "precision": kernel.precision, "check": check,
         "shape": shape, "params": extra, "outcome": report.outcome, "category": _category(call.excinfo),
     }
+    requested = getattr(params.get("gemm_case"), "requested", None)
+    if requested is not None:  # run at the nearest shape the kernel claims (its multiple_of)
+        record["requested_shape"] = list(requested)
     if is_ladder_entry(item.config, kernel):
         record["ladder"] = True  # timed for the ranking only; its conformance is the ladder's own run
     message = _outcome_message(call, report)
@@ -101,11 +104,18 @@ def write_outputs(config: pytest.Config) -> None:
     if STATE not in config.stash or is_xdist_worker(config):
         return
     st = state(config)
-    path = getattr(config.option, "gemm_report", None)
-    if path:
-        from ..outputs.report import write_json_report
+    from ..outputs.junit import add_verdict_properties
+    from ..outputs.records import kernel_results
+    from ..outputs.report import json_report, write_json
 
-        write_json_report(Path(path), st)
+    for result in kernel_results(st.results).values():
+        config.hook.pytest_gemm_kernel_result(config=config, result=result)
+    path = getattr(config.option, "gemm_report", None)
+    report = json_report(st, with_device=bool(path))  # the device is named only in the written report
+    config.hook.pytest_gemm_report(config=config, report=report)
+    add_verdict_properties(config, st.results)
+    if path:
+        write_json(Path(path), report)
     plot = st.plot
     if plot:
         from ..outputs.plot import plot_ranking

@@ -1,0 +1,31 @@
+"""JUnit XML (pytest's ``--junitxml``): each check's record already travels as the test's
+``gemm_result`` property; at the end of the run each kernel's verdict and root cause are
+added as properties of the test suite (``gemm:<kernel>:verdict`` and so on)."""
+from __future__ import annotations
+
+from typing import Any
+
+from .records import kernel_results
+
+
+def verdict_properties(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    props = []
+    for name, result in kernel_results(records).items():
+        v = result.verdict
+        props.append((f"gemm:{name}:verdict", v.status))
+        if v.status == "failed":
+            props.append((f"gemm:{name}:primary_category", v.primary_category or "failed"))
+            props.append((f"gemm:{name}:diagnosis", f"{v.primary_check}: {v.diagnosis}"))
+            props += [(f"gemm:{name}:consequence", c) for c in v.consequences]
+    return props
+
+
+def add_verdict_properties(config: Any, records: list[dict[str, Any]]) -> None:
+    """Add the verdicts to the JUnit XML being written, if ``--junitxml`` is on."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for name, value in verdict_properties(records):
+        xml.add_global_property(name, value)

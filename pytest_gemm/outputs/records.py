@@ -1,0 +1,234 @@
+"""One typed record per check and per kernel, and the two rules every output applies:
+``kernel_verdict`` (what a kernel's checks add up to: its status and, when it failed,
+one root cause with the other failures as its consequences) and ``timing_trusted``
+(whether its timings may be ranked). The terminal table, the JSON report, the sweep
+table, the plot, Gradescope and JUnit all read these; none decides on its own.
+
+Pure: records arrive as the JSON dicts the checks attach to their test reports
+(they cross xdist that way); ``CheckRecord.from_dict`` types them. The rules are
+written down, one row per rule, in ``docs/verdicts.md``; each has a test.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from ..model import categories as cat
+
+NO_GPU_PREFIX = "no usable GPU"
+UNTRUSTED_TIMING = (cat.TIMING_ESCAPE, cat.STALE_OUTPUT)
+TIMED_CHECKS = ("speed", "sweep")
+_KNOWN = ("kernel", "precision", "check", "shape", "params", "outcome", "category", "message", "ladder",
+          "requested_shape")
+
+# Root causes, most fundamental first: a failure of an earlier kind explains later ones
+# (a fault or a race makes values wrong; wrong values make a timed output wrong).
+ROOT_CAUSE_ORDER: tuple[str, ...] = (
+    cat.COMPILE_ERROR, cat.LAUNCH_ERROR, cat.FAULT, cat.TIMEOUT, cat.INPUT_MODIFIED, cat.OUT_OF_BOUNDS_WRITE,
+    cat.NONDETERMINISTIC, cat.UNWRITTEN_OUTPUT, cat.WRONG_VALUES, cat.BETA_ZERO_READS_C, cat.PRECISION_TOO_LOW,
+    cat.TIMING_ESCAPE, cat.STALE_OUTPUT,
+)
+_CHECK_ORDER = ("compile", "launch", "exact", "coverage", "guards", "alphabeta", "beta_zero", "deterministic",
+                "accuracy", "speed", "sweep")
+
+
+@dataclass
+class CheckRecord:
+    """One check on one kernel at one shape (or architecture)."""
+
+    kernel: str
+    check: str
+    outcome: str                        # passed | failed | skipped
+    precision: str | None = None
+    shape: list[int] | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    category: str | None = None
+    message: str | None = None
+    ladder: bool = False
+    requested_shape: list[int] | None = None
+    facts: dict[str, Any] = field(default_factory=dict)  # resources, timing, fraction_of_cublas, roofs, ...
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CheckRecord":
+        return cls(kernel=str(d.get("kernel")), check=str(d.get("check")), outcome=str(d.get("outcome")),
+                   precision=d.get("precision"), shape=d.get("shape"), params=dict(d.get("params") or {}),
+                   category=d.get("category"), message=d.get("message"), ladder=bool(d.get("ladder")),
+                   requested_shape=d.get("requested_shape"),
+                   facts={k: v for k, v in d.items() if k not in _KNOWN})
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == "failed"
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @property
+    def skipped_for_no_gpu(self) -> bool:
+        return self.outcome == "skipped" and (self.message or "").strip().startswith(NO_GPU_PREFIX)
+
+    @property
+    def where(self) -> str:
+        """``exact 17x33x65``, ``compile sm_80``, ``alphabeta 127x255x63 alpha=0.7 beta=1.3``."""
+        parts = [self.check]
+        if self.shape:
+            parts.append("x".join(map(str, self.shape)))
+        parts += [str(v) if k == "arch" else f"{k}={v}" for k, v in self.params.items()]
+        return " ".join(parts)
+
+    @property
+    def first_line(self) -> str:
+        line = (self.message or "").strip().splitlines()[0] if (self.message or "").strip() else ""
+        prefix = f"[{self.category}] "
+        return line[len(prefix):] if self.category and line.startswith(prefix) else line
+
+
+@dataclass
+class Verdict:
+    status: str                              # passed | failed | compiled only | incomplete | skipped
+    primary_category: str | None = None      # the root cause, when failed
+    diagnosis: str | None = None             # what the primary check said
+    primary_check: str | None = None         # where it showed first (``exact 17x33x65``)
+    consequences: list[str] = field(default_factory=list)  # the other failed checks, one line per check
+    notes: list[str] = field(default_factory=list)         # e.g. not BLAS-conformant at beta == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "primary_category": self.primary_category, "diagnosis": self.diagnosis,
+                "primary_check": self.primary_check, "consequences": list(self.consequences),
+                "notes": list(self.notes)}
+
+
+@dataclass
+class KernelResult:
+    """Every record of one kernel, with its verdict."""
+
+    name: str
+    precision: str | None
+    checks: list[CheckRecord]
+    ladder: bool = False
+
+    @property
+    def verdict(self) -> Verdict:
+        return kernel_verdict(self.checks)
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        for r in self.checks:
+            if r.check == "launch" and r.facts.get("resources"):
+                return dict(r.facts["resources"])
+        return {}
+
+    @property
+    def timed(self) -> list[CheckRecord]:
+        """Speed records that carry a timing (whether trusted or not)."""
+        return [r for r in self.checks if r.check == "speed" and isinstance(r.facts.get("timing"), dict)
+                and r.outcome != "skipped"]
+
+
+def kernel_results(records: Iterable[dict[str, Any] | CheckRecord]) -> dict[str, KernelResult]:
+    """Records grouped by kernel, in order of appearance."""
+    out: dict[str, KernelResult] = {}
+    for raw in records:
+        r = raw if isinstance(raw, CheckRecord) else CheckRecord.from_dict(raw)
+        k = out.setdefault(r.kernel, KernelResult(r.kernel, r.precision, []))
+        k.checks.append(r)
+        k.ladder = k.ladder or r.ladder
+    return out
+
+
+# ---- the rules ----------------------------------------------------------------------
+
+def _size(r: CheckRecord) -> int:
+    m, n, k = (list(r.shape or []) + [0, 0, 0])[:3]
+    return m * n * k
+
+
+def _order(r: CheckRecord) -> tuple[int, int]:
+    check = _CHECK_ORDER.index(r.check) if r.check in _CHECK_ORDER else len(_CHECK_ORDER)
+    return check, _size(r)
+
+
+def _precision_evidence(checks: Sequence[CheckRecord]) -> bool:
+    """precision_too_low is a root cause only when the exact checks all passed (so the logic is
+    right) and every accuracy failure matched a lower precision's rounding, at two K or more (so
+    the error grows with K as that precision's does)."""
+    exact_ok = any(r.check == "exact" and r.passed for r in checks) and \
+        not any(r.check == "exact" and r.failed for r in checks)
+    accuracy_failed = [r for r in checks if r.check == "accuracy" and r.failed]
+    ks = {(r.shape or [0, 0, 0])[2] for r in accuracy_failed}
+    return exact_ok and bool(accuracy_failed) and all(r.category == cat.PRECISION_TOO_LOW
+                                                      for r in accuracy_failed) and len(ks) >= 2
+
+
+def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> str | None:
+    cats = {r.category for r in failed}
+    for category in ROOT_CAUSE_ORDER:
+        if category not in cats:
+            continue
+        if category == cat.PRECISION_TOO_LOW and not _precision_evidence(checks):
+            return cat.WRONG_VALUES  # errors beyond the bound that do not follow a lower precision
+        return category
+    return None  # failures with no category of ours (a speed gate, an assertion in a user's test)
+
+
+def _consequences(failed: Sequence[CheckRecord], primary: CheckRecord | None) -> list[str]:
+    by_check: dict[str, list[CheckRecord]] = {}
+    for r in sorted(failed, key=_order):
+        if r is not primary:
+            by_check.setdefault(r.check, []).append(r)
+    lines = []
+    for check, rs in by_check.items():
+        cats = sorted({r.category or "failed" for r in rs})
+        what = f"{len(rs)} case{'s' if len(rs) > 1 else ''}" if len(rs) > 1 or rs[0].shape else "failed"
+        lines.append(f"{check}: {what} ({', '.join(cats)}), first {rs[0].where}")
+    return lines
+
+
+def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
+    """The verdict of one kernel's checks.
+
+    - failed: some check failed. The primary category is the most fundamental category among
+      the failures (``ROOT_CAUSE_ORDER``; precision_too_low only with ``_precision_evidence``),
+      its diagnosis that of its first check (suite order, smallest shape); every other failure
+      is listed as a consequence, not as a finding of its own.
+    - passed: nothing failed and a GPU check (beyond compile and launch) passed.
+    - compiled only: nothing failed, the compile checks passed and the GPU checks were
+      skipped for want of a GPU.
+    - incomplete: nothing failed, but no correctness check ran (only launch or timing).
+    - skipped: nothing ran.
+    """
+    notes = []
+    if any(r.check == "beta_zero" and r.passed and r.facts.get("blas_beta_zero") is False for r in checks):
+        notes.append("declared beta_zero=\"reads_c\": reads C when beta == 0, so it is not BLAS-conformant there")
+    failed = [r for r in checks if r.failed]
+    if failed:
+        category = _primary(failed, checks)
+        candidates = [r for r in failed if r.category == category] or \
+            [r for r in failed if r.category == cat.PRECISION_TOO_LOW] or failed
+        head = min(candidates, key=_order)
+        diagnosis = head.first_line
+        if category == cat.WRONG_VALUES and head.category == cat.PRECISION_TOO_LOW:
+            diagnosis = ("random-input errors exceed the bound but do not follow a lower precision's rounding "
+                         "(or the exact checks fail too): " + head.where)
+        return Verdict("failed", category, diagnosis, head.where, _consequences(failed, head), notes)
+    if any(r.passed and r.check not in ("compile", "launch", *TIMED_CHECKS) for r in checks):
+        return Verdict("passed", notes=notes)
+    if any(r.passed and r.check == "compile" for r in checks):
+        if any(r.skipped_for_no_gpu for r in checks) or not any(r.check != "compile" for r in checks):
+            return Verdict("compiled only", notes=notes + ["no GPU check ran: only the compile checks"])
+    if any(r.passed for r in checks):
+        ran = ", ".join(sorted({r.check for r in checks if r.passed}))
+        return Verdict("incomplete", notes=notes + [f"no correctness check ran (only {ran})"])
+    return Verdict("skipped", notes=notes)
+
+
+def timing_trusted(result: KernelResult) -> bool:
+    """A kernel's timings may be ranked when no correctness check failed and no timed check
+    found its timing untrustworthy (work escaping the timed region, a stale output). A speed
+    gate (``--gemm-min-cublas-fraction``) or a sweep that ran out of time does not make the
+    speed check's timing untrustworthy."""
+    for r in result.checks:
+        if r.failed and (r.check not in TIMED_CHECKS or r.category in UNTRUSTED_TIMING):
+            return False
+    return True

@@ -1,0 +1,91 @@
+"""The verdict rules (docs/verdicts.md), one test per rule, on records as the checks write them."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_gemm.outputs.records import CheckRecord, kernel_results, kernel_verdict, timing_trusted
+
+
+def rec(check, outcome="passed", category=None, shape=(64, 64, 64), message=None, **facts):
+    d = {"kernel": "k", "precision": "fp32", "check": check, "shape": list(shape) if shape else None,
+         "params": {}, "outcome": outcome, "category": category,
+         "message": message or (f"[{category}] {check} says so" if category else None)}
+    d.update(facts)
+    return CheckRecord.from_dict(d)
+
+
+def fail(check, category, shape=(64, 64, 64), message=None):
+    return rec(check, "failed", category, shape, message)
+
+
+def test_a_kernel_that_skips_the_first_k_term_has_one_root_cause_wrong_values():
+    v = kernel_verdict([rec("launch"), fail("exact", "wrong_values", message="[wrong_values] the K loop skips the first term"),
+                        fail("accuracy", "precision_too_low", (256, 256, 16)),
+                        fail("accuracy", "precision_too_low", (256, 256, 1024)), fail("speed", "stale_output")])
+    assert v.status == "failed" and v.primary_category == "wrong_values"
+    assert v.diagnosis == "the K loop skips the first term" and v.primary_check == "exact 64x64x64"
+    assert [c.split(":")[0] for c in v.consequences] == ["accuracy", "speed"]
+
+
+def test_a_race_explains_wrong_values_and_unwritten_elements():
+    v = kernel_verdict([fail("exact", "wrong_values"), fail("coverage", "unwritten_output"),
+                        fail("deterministic", "nondeterministic", (1000, 1000, 1000))])
+    assert v.primary_category == "nondeterministic" and len(v.consequences) == 2
+
+
+def test_writing_into_an_input_is_the_root_cause_of_everything_it_breaks():
+    v = kernel_verdict([fail("exact", "wrong_values"), fail("guards", "input_modified"),
+                        fail("deterministic", "nondeterministic"), fail("accuracy", "wrong_values"),
+                        fail("speed", "stale_output")])
+    assert v.primary_category == "input_modified" and len(v.consequences) == 4
+
+
+@pytest.mark.parametrize("first, then", [("compile_error", "wrong_values"), ("fault", "unwritten_output"),
+                                         ("timeout", "wrong_values"), ("out_of_bounds_write", "wrong_values"),
+                                         ("unwritten_output", "wrong_values"), ("wrong_values", "stale_output"),
+                                         ("beta_zero_reads_c", "timing_escape")])
+def test_the_more_fundamental_failure_is_primary(first, then):
+    v = kernel_verdict([fail("exact", then), fail("coverage", first, (1, 1, 1))])
+    assert v.primary_category == first
+
+
+def test_precision_too_low_needs_passing_exact_checks_and_errors_at_two_k():
+    lower = [fail("accuracy", "precision_too_low", (256, 256, 256)), fail("accuracy", "precision_too_low", (129, 131, 4096))]
+    assert kernel_verdict([rec("exact"), *lower]).primary_category == "precision_too_low"
+    one_k = kernel_verdict([rec("exact"), lower[1]])
+    assert one_k.primary_category == "wrong_values" and "do not follow a lower precision" in one_k.diagnosis
+    exact_fails = kernel_verdict([fail("exact", "wrong_values"), *lower])
+    assert exact_fails.primary_category == "wrong_values" and exact_fails.primary_check.startswith("exact")
+
+
+def test_a_tutorial_epilogue_fails_only_beta_zero_and_is_still_ranked():
+    checks = [rec("exact"), rec("alphabeta"), fail("beta_zero", "beta_zero_reads_c"),
+              rec("speed", timing={"median_ms": 1.0, "min_ms": 1.0, "spread": 0.0, "tflops": 1.0})]
+    v = kernel_verdict(checks)
+    assert v.primary_category == "beta_zero_reads_c" and v.consequences == []
+    assert kernel_results([]) == {}
+    from pytest_gemm.outputs.records import KernelResult
+
+    assert not timing_trusted(KernelResult("k", "fp32", checks))  # a failed correctness check: not ranked
+
+
+def test_declared_reads_c_passes_with_a_note():
+    v = kernel_verdict([rec("exact"), rec("beta_zero", blas_beta_zero=False)])
+    assert v.status == "passed" and "not BLAS-conformant" in v.notes[0]
+
+
+def test_compile_only_runs_are_not_passed():
+    no_gpu = "no usable GPU: cudaErrorInsufficientDriver"
+    v = kernel_verdict([rec("compile", shape=None), rec("exact", "skipped", message=no_gpu)])
+    assert v.status == "compiled only"
+    assert kernel_verdict([rec("exact", "skipped", message="kernel does not claim")]).status == "skipped"
+    assert kernel_verdict([rec("compile", shape=None), rec("exact")]).status == "passed"
+
+
+def test_a_speed_gate_does_not_untrust_a_timing_but_a_stale_output_does():
+    from pytest_gemm.outputs.records import KernelResult
+
+    gate = KernelResult("k", "fp32", [rec("exact"), fail("speed", None, message="runs at 0.1 of cuBLAS")])
+    stale = KernelResult("k", "fp32", [rec("exact"), fail("speed", "stale_output")])
+    assert timing_trusted(gate) and not timing_trusted(stale)
+    assert gate.verdict.primary_category is None and gate.verdict.diagnosis == "runs at 0.1 of cuBLAS"
