@@ -117,7 +117,7 @@ def run_suite(pytester: pytest.Pytester, name: str, select: str, timeout: int) -
                               pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.INTERRUPTED), output
     assert report_path.is_file(), f"no --gemm-report written; pytest said:\n{output}"
     report = json.loads(report_path.read_text())
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     entries = [k for k in report["kernels"] if k["name"] == name]
     assert len(entries) == 1, f"kernel {name!r} not in the report ({[k['name'] for k in report['kernels']]}):\n{output}"
     return result, entries[0], output

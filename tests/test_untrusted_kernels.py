@@ -128,7 +128,7 @@ def run_suite(pytester: pytest.Pytester, names: list[str], select: str, *, gemm_
                               pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.INTERRUPTED), output
     assert report_path.is_file(), f"no --gemm-report written; pytest said:\n{output}"
     report = json.loads(report_path.read_text())
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     entries = {k["name"]: k for k in report["kernels"]}
     for name in names:
         assert name in entries, f"kernel {name!r} not in the report ({sorted(entries)}):\n{output}"

@@ -3,18 +3,24 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..model import categories as cat
+from ..model.categories import GemmCheckFailure
+from ..model.contract import PyKernel
 from .common import Harness, run_kernel
 
 
 _LAUNCH_RESOURCE_SHAPE = (64, 64, 64)  # the shape the launch check runs; occupancy is reported there
 
 
-def check_launch(h: Harness, record: Callable[[dict[str, Any]], None]) -> None:
+def check_launch(h: Harness, record: Callable[[dict[str, Any]], None],
+                 shape: tuple[int, int, int] = _LAUNCH_RESOURCE_SHAPE) -> None:
     """Compiles and launches on this device; records registers, spills, shared memory, occupancy."""
     from ..judges.inputs import exact_inputs
 
-    problem = exact_inputs(64, 64, 64, precision=h.kernel.precision)
+    problem = exact_inputs(*shape, precision=h.kernel.precision)
     run_kernel(h, problem)
+    if isinstance(h.kernel, PyKernel):
+        check_current_stream(h, problem)
     info: dict[str, Any] = {"arch": h.device.arch}
     compiled = h.loaded.compiled
     if compiled is not None:
@@ -30,4 +36,20 @@ def check_launch(h: Harness, record: Callable[[dict[str, Any]], None]) -> None:
 
 
 def run(h: Harness, shape: Any, params: dict, record: Callable[[dict[str, Any]], None], options: dict) -> None:
-    check_launch(h, record)
+    check_launch(h, record, tuple(shape))
+
+
+STREAM_HINT = ("enqueue every launch on the current stream: CuPy kernels do by default; with torch wrap the call "
+               "in torch.cuda.stream(torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)); with Numba "
+               "or Triton pass that stream's handle")
+
+
+def check_current_stream(h: Harness, problem: Any) -> None:
+    """A Python launcher's work must go on the current stream (kernels/stream_probe.py)."""
+    from ..kernels.stream_probe import run_held
+
+    a, b, c = h.upload(problem)
+    message = run_held(h.device.arch, lambda: h.loaded(a.array, b.array, c.array, problem.m, problem.n, problem.k),
+                       c.array)
+    if message is not None:
+        raise GemmCheckFailure(cat.TIMING_ESCAPE, f"{h.kernel.name!r} at {problem.m}x{problem.n}x{problem.k}: {message}", [STREAM_HINT])

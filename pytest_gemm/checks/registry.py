@@ -51,8 +51,9 @@ CHECKS: tuple[Check, ...] = (
     Check("compile", "compiles with NVRTC for every architecture it claims (no GPU needed)", "compile",
           not_applicable="compile checks run only for CUDA C kernels (CudaKernel)",
           categories=(cat.COMPILE_ERROR,), gpu=False),
-    Check("launch", "compiles and launches on this device; registers, spills, shared memory, occupancy", "launch",
-          shapes=((64, 64, 64),), categories=_CUDA),
+    Check("launch", "compiles and launches on this device (registers, spills, shared memory, occupancy); a Python "
+          "launcher does its work on the current stream", "launch",
+          shapes=((64, 64, 64),), categories=(cat.TIMING_ESCAPE, *_CUDA)),
     Check("exact", "bit-identical to the float64 reference on exact-integer inputs, on every shape it claims",
           "exact", shapes=C.EXACT_SHAPES, weight=40, categories=(cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, *_CUDA)),
     Check("coverage", "C is poisoned before every launch and every element is written", "coverage",

@@ -17,6 +17,23 @@ from ..model.contract import CudaKernel, GemmKernel, PyKernel
 from .device import GemmDevice
 
 
+_STREAMS: dict[int, Any] = {}
+
+
+def _launcher_stream() -> Any:
+    """The stream current while a Python launcher runs (one per device, kept for the process);
+    the stream probe (stream_probe.py) swaps in a held one of its own."""
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    current = cupy.cuda.get_current_stream()
+    if current.ptr != 0:  # someone (the stream probe) made a stream current: keep it
+        return current
+    if device not in _STREAMS:
+        _STREAMS[device] = cupy.cuda.Stream()
+    return _STREAMS[device]
+
+
 @dataclass
 class KernelAttributes:
     """What the driver reports for a loaded CUDA kernel, plus occupancy."""
@@ -60,10 +77,13 @@ class LoadedKernel:
                  alpha: float = 1.0, beta: float = 0.0) -> None:
         kernel = self.kernel
         if isinstance(kernel, PyKernel):
-            if kernel.takes_alpha_beta:
-                kernel.fn(a, b, c, alpha, beta)
-            else:
-                kernel.fn(a, b, c)
+            # A non-default current stream, as a caller's would be; blocking, so the legacy
+            # default stream the timing runs on still waits for it.
+            with _launcher_stream():
+                if kernel.takes_alpha_beta:
+                    kernel.fn(a, b, c, alpha, beta)
+                else:
+                    kernel.fn(a, b, c)
             return
         values = {"A": a, "B": b, "C": c, "M": np.int32(m), "N": np.int32(n), "K": np.int32(k),
                   "alpha": np.float32(alpha), "beta": np.float32(beta)}

@@ -1,0 +1,87 @@
+"""One root cause per failing kernel, on the GPU: the whole conformance suite runs once on
+the verdict kernels (tests/verdicts/: tutorial epilogues, split-K with and without float
+atomics, Python launchers on the wrong stream, a coarse multiple_of) and on every broken and
+correct kernel of tests/broken/, and each kernel's verdict in the JSON report must be the one
+a careful reviewer would give: exactly one primary category, the right one.
+
+Needs a GPU (skipped with the reason without one). About two minutes on an H200 with -n 4.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from suite_helpers import load_declarations
+
+pytestmark = pytest.mark.gemm_gpu
+
+HERE = Path(__file__).resolve().parent
+VERDICTS = load_declarations(HERE / "verdicts" / "kernels.py", "gemm_verdict_kernels")
+BROKEN = load_declarations(HERE / "broken" / "kernels.py", "gemm_broken_kernels_root")
+
+# The broken kernels' root causes. missing_sync's race shows in the determinism check, and a
+# race explains its wrong values; unguarded_loads reads NaN guard bytes past B: wrong values.
+ROOT = {name: ("failed", category) for name, (_, category, _) in BROKEN.BROKEN.items()}
+ROOT["missing_sync"] = ("failed", "nondeterministic")
+ROOT.update({name: ("passed", None) for name in BROKEN.CORRECT})
+EXPECTED: dict[str, tuple[str, str | None]] = {**VERDICTS.EXPECTED, **ROOT}
+if os.environ.get("PYTEST_GEMM_NO_TORCH"):
+    EXPECTED = {k: v for k, v in EXPECTED.items() if not k.startswith("torch")}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    pytest.importorskip("cupy")
+    out = tmp_path_factory.mktemp("verdicts")
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "4", "--gemm-timeout", "60",
+            "--gemm-bench-shape", "1024", "--gemm-report", str(out / "report.json")]
+    for name in EXPECTED:
+        where = HERE / ("verdicts" if name in VERDICTS.EXPECTED else "broken") / "kernels.py"
+        args += ["--gemm-kernel", f"{where}:{name}"]
+    run = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=900)
+    (out / "log.txt").write_text(run.stdout + run.stderr)
+    assert (out / "report.json").is_file(), run.stdout[-4000:] + run.stderr[-4000:]
+    data = json.loads((out / "report.json").read_text())
+    data["log"] = run.stdout
+    return data
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_each_kernel_gets_its_one_root_cause(report: dict[str, Any], name: str):
+    kernels = {k["name"]: k for k in report["kernels"]}
+    assert name in kernels, f"{name} missing from the report"
+    k = kernels[name]
+    status, category = EXPECTED[name]
+    said = f"{k['verdict']} / {k['primary_category']} ({k['primary_check']}): {k['diagnosis']}; " \
+           f"consequences: {k['consequences']}"
+    assert (k["verdict"], k["primary_category"]) == (status, category), said
+
+
+def test_the_tutorial_epilogue_fails_only_beta_zero_and_is_ranked(report: dict[str, Any]):
+    k = {k["name"]: k for k in report["kernels"]}["tutorial_epilogue"]
+    failed = {c["check"] for c in k["checks"] if c["outcome"] == "failed"}
+    assert failed == {"beta_zero"} and k["consequences"] == []
+    assert "BLAS" in " ".join(c["message"] or "" for c in k["checks"] if c["check"] == "beta_zero")
+    assert k["timings"], "the tutorial kernel is timed"
+
+
+def test_ignoring_beta_is_named(report: dict[str, Any]):
+    k = {k["name"]: k for k in report["kernels"]}["ignores_beta"]
+    assert "beta is ignored" in k["diagnosis"]
+
+
+def test_a_coarse_multiple_of_drops_no_check(report: dict[str, Any]):
+    k = {k["name"]: k for k in report["kernels"]}["coarse_multiple"]
+    ran = {c["check"] for c in k["checks"] if c["outcome"] == "passed"}
+    assert {"launch", "exact", "coverage", "guards", "deterministic", "accuracy", "speed"} <= ran
+    assert any(c.get("requested_shape") for c in k["checks"])
+
+
+def test_the_declared_tutorial_convention_is_noted(report: dict[str, Any]):
+    k = {k["name"]: k for k in report["kernels"]}["tutorial_declared"]
+    assert any("not BLAS-conformant" in n for n in k["notes"])

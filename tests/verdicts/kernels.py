@@ -1,0 +1,126 @@
+"""Kernels for the verdict rules (docs/verdicts.md), run on the GPU by tests/test_verdicts_gpu.py.
+
+``EXPECTED`` maps each kernel's name to what the whole suite must conclude: its verdict and,
+when it fails, its one primary category. Several are written the way public tutorials and
+users write them (the SGEMM tutorial epilogue and argument order, Python launchers with
+their own streams), not the way this project would.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from pytest_gemm import CudaKernel, kernel
+
+HERE = Path(__file__).resolve().parent
+BROKEN = HERE.parent / "broken"
+_TUTORIAL = dict(source="tutorial_epilogue.cu", entry="sgemm_naive", block=(16, 16), tile=(16, 16),
+                 signature="M,N,K,alpha,A,B,beta,C")
+
+# alpha*acc + beta*C with no beta == 0 guard: fails beta_zero only, and is ranked.
+tutorial_epilogue = CudaKernel(**_TUTORIAL, name="tutorial_epilogue")
+# The same with the guard: passes everything.
+tutorial_guarded = CudaKernel(**_TUTORIAL, options=("-DGUARD_BETA",), name="tutorial_guarded")
+# The same, declared as reading C at beta == 0: passes, with a note.
+tutorial_declared = CudaKernel(**_TUTORIAL, beta_zero="reads_c", name="tutorial_declared")
+# Never adds beta * C: wrong_values, "beta is ignored".
+ignores_beta = CudaKernel(**_TUTORIAL, options=("-DIGNORE_BETA",), name="ignores_beta")
+# A correct kernel declaring a coarse multiple_of: every check still runs, on the nearest claimed shapes.
+coarse_multiple = CudaKernel(source=BROKEN / "tiled_base.cu", entry="mm_tiled_base", block=(16, 16), tile=(16, 16),
+                             multiple_of=(128, 128, 8), name="coarse_multiple")  # source as a pathlib.Path
+
+
+def _module():
+    import cupy
+
+    return cupy.RawModule(code=(HERE / "split_k.cu").read_text())
+
+
+def _split_k_atomic(slices: int):
+    def launch(a, b, c):
+        import cupy
+
+        m, k = a.shape
+        n = b.shape[1]
+        slice_len = math.ceil(k / slices)
+        c.fill(0)
+        fn = _module().get_function("gemm_split_k_atomic")
+        fn(((n + 15) // 16, (m + 15) // 16, slices), (16, 16),
+           (a, b, c, cupy.int32(m), cupy.int32(n), cupy.int32(k), cupy.int32(slice_len)))
+    return launch
+
+
+split_k_atomic8 = kernel(_split_k_atomic(8), name="split_k_atomic8")
+split_k_atomic16 = kernel(_split_k_atomic(16), name="split_k_atomic16")
+
+
+@kernel(name="split_k_ordered")
+def split_k_ordered(a, b, c):
+    import cupy
+
+    m, k = a.shape
+    n = b.shape[1]
+    slices = 16
+    slice_len = math.ceil(k / slices)
+    work = cupy.empty((slices, m, n), dtype=cupy.float32)
+    module = _module()
+    module.get_function("gemm_split_k_partials")(
+        ((n + 15) // 16, (m + 15) // 16, slices), (16, 16),
+        (a, b, work, cupy.int32(m), cupy.int32(n), cupy.int32(k), cupy.int32(slice_len)))
+    module.get_function("gemm_split_k_reduce")(
+        ((m * n + 255) // 256,), (256,), (work, c, cupy.int32(m), cupy.int32(n), cupy.int32(slices)))
+
+
+@kernel(name="own_stream")
+def own_stream(a, b, c):
+    """cupy.matmul on a stream of its own, not the caller's: its work is not ordered."""
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        cupy.matmul(a, b, out=c)
+
+
+@kernel(name="current_stream")
+def current_stream(a, b, c):
+    """cupy.matmul on the current stream, as a launcher should."""
+    import cupy
+
+    cupy.matmul(a, b, out=c)
+
+
+@kernel(name="torch_current_stream")
+def torch_current_stream(a, b, c):
+    """torch.matmul on the caller's CuPy stream (torch.cuda.ExternalStream), as the README says."""
+    import cupy
+    import torch
+
+    with torch.cuda.stream(torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)):
+        torch.matmul(torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda"),
+                     out=torch.as_tensor(c, device="cuda"))
+
+
+@kernel(name="torch_default_stream")
+def torch_default_stream(a, b, c):
+    """torch.matmul on torch's own current stream (the default): not the caller's."""
+    import torch
+
+    torch.matmul(torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda"),
+                 out=torch.as_tensor(c, device="cuda"))
+
+
+# name -> (verdict, primary category or None)
+EXPECTED: dict[str, tuple[str, str | None]] = {
+    "tutorial_epilogue": ("failed", "beta_zero_reads_c"),
+    "tutorial_guarded": ("passed", None),
+    "tutorial_declared": ("passed", None),
+    "ignores_beta": ("failed", "wrong_values"),
+    "coarse_multiple": ("passed", None),
+    "split_k_atomic8": ("failed", "nondeterministic"),
+    "split_k_atomic16": ("failed", "nondeterministic"),
+    "split_k_ordered": ("passed", None),
+    "own_stream": ("failed", "timing_escape"),
+    "current_stream": ("passed", None),
+    "torch_current_stream": ("passed", None),
+    "torch_default_stream": ("failed", "timing_escape"),
+}
