@@ -24,6 +24,10 @@ def assert_accurate_problem(got: Any, problem: Any, precision: str | None = None
     a64, b64 = xp.asarray(problem.a64), xp.asarray(problem.b64)
     c0 = None if problem.c0 is None or beta == 0 else xp.asarray(problem.c0, dtype=xp.float64)
     ref = reference(a64, b64, alpha=alpha, beta=beta, c0=c0, xp=xp)
+    if xp is not np:
+        from ..kernels.harness import keep_secret
+
+        keep_secret(ref)
     gauge = abs(alpha) * abs_product(a64, b64, xp=xp)
     if c0 is not None:
         gauge = gauge + abs(beta) * xp.abs(c0)

@@ -13,11 +13,14 @@ def run_check(kernel: GemmKernel, check: str, shape: list[int] | tuple[int, ...]
     """Execute ``check`` (a registry name); raise GemmCheckFailure (or pytest's Skipped) as the
     check does. What the check records goes into ``facts``, which survives a failure."""
     from ..kernels.device import require_device
-    from ..kernels.harness import harness_for
+    from ..kernels.harness import harness_for, scrub_secrets
 
     spec = registry.get(check)
     if not spec.gpu:
         raise ValueError(f"check {check!r} runs without a GPU, in its own conformance test")
     h = harness_for(kernel, require_device())
-    spec.runner()(h, tuple(shape), params, facts.update, options)
+    try:
+        spec.runner()(h, tuple(shape), params, facts.update, options)
+    finally:
+        scrub_secrets()
     return facts

@@ -271,6 +271,9 @@ def _child(read_fd: int, write_fd: int) -> None:
         try:
             if request["op"] == "load":
                 from ..kernels.loader import load_spec
+                from ..measure.integrity import pin
+
+                pin()  # before the kernel's module runs: what it replaces later is seen (measure/integrity.py)
 
                 if request["rootdir"] not in sys.path:
                     sys.path.insert(0, request["rootdir"])

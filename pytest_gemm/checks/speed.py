@@ -21,6 +21,7 @@ from ..kernels.harness import Harness
 from ..measure.roofs import ceilings
 from ..measure.timed import (problems_for, process_roofs, reject_escaped_work, reject_impossible_timing, roof_facts,
                              time_cublas, timed_run)
+from ..model.categories import TIMING_ESCAPE, GemmCheckFailure
 from ..model.shapes import Shape, shape_str
 
 def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], None],
@@ -42,6 +43,7 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         reject_escaped_work(timing, limits, precision)
         verify()
         cublas = time_cublas(precision, shape, h.device, budget_s, problems)
+    reject_tampering(str(h.kernel.name))
     fraction = cublas.median_ms / timing.median_ms if timing.median_ms > 0 else 0.0
     record({"cublas": cublas.as_dict(), "fraction_of_cublas": fraction})
     reject_impossible_timing(timing, shape, precision, limits)
@@ -61,3 +63,13 @@ def cublas_gate(name: str, precision: str, shape: Shape, fraction: float, tflops
 
 def run(h: Harness, shape: Shape, params: dict, record: Callable[[dict[str, Any]], None], options: dict) -> None:
     check_speed(h, shape, record, options.get("min_cublas_fraction"))
+
+
+def reject_tampering(name: str) -> None:
+    """timing_escape when the kernel's process replaced a function the timing rests on."""
+    from ..measure.integrity import tampered
+
+    replaced = tampered()
+    if replaced:
+        raise GemmCheckFailure(TIMING_ESCAPE, f"{name!r}: the kernel's process replaced {', '.join(replaced)} "
+                               "while it was timed", ["a launcher must launch its work, not change how it is measured"])

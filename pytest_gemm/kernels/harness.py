@@ -120,6 +120,35 @@ class Harness:
         return LaunchResult(c.array, c.damage(), a.damage(), b.damage(), a.changed(), b.changed())
 
 
+_SECRETS: list[Any] = []
+
+
+def keep_secret(*arrays: Any) -> None:
+    """Mark device arrays that hold a right answer (references, cuBLAS outputs): they are
+    overwritten by ``scrub_secrets`` at the end of the check, before their memory goes back to
+    the pool, so a launcher that allocates without computing cannot find a result there."""
+    _SECRETS.extend(a for a in arrays if a is not None and hasattr(a, "view"))
+
+
+def scrub_secrets() -> None:
+    """Overwrite every kept secret (NaN bytes). After a fault the context is gone and so is
+    the memory: nothing to scrub, and the check's own failure must not be masked."""
+    import cupy
+
+    secrets = list(_SECRETS)
+    _SECRETS.clear()
+    try:
+        for array in secrets:
+            if array.flags.c_contiguous:
+                array.view(cupy.uint8).fill(0xFF)
+            else:
+                array.fill(float("nan"))
+        cupy.cuda.runtime.deviceSynchronize()
+    except Exception as exc:  # noqa: BLE001
+        if not cat.is_cuda_error(exc):
+            raise
+
+
 _HARNESSES: dict[tuple[int, int], "Harness"] = {}
 
 

@@ -134,7 +134,24 @@ class L2Flusher:
         self.buffer = cupy.empty(max(2 * l2_bytes, 1 << 20) // 4, dtype=cupy.float32)
 
     def __call__(self) -> None:
+        release_persisting_l2()
         self.buffer.fill(0.0)
+
+
+PERSISTING_L2_LIMIT = 0x06  # cudaLimitPersistingL2CacheSize
+
+
+def release_persisting_l2() -> None:
+    """No L2 set aside for persisting accesses: a launcher that marks its inputs persisting
+    (an access policy window) cannot keep them in L2 across the flush. sm_80 and later; a
+    device without the limit refuses it, which is fine."""
+    import cupy
+
+    try:
+        if cupy.cuda.runtime.deviceGetLimit(PERSISTING_L2_LIMIT):
+            cupy.cuda.runtime.deviceSetLimit(PERSISTING_L2_LIMIT, 0)
+    except cupy.cuda.runtime.CUDARuntimeError:
+        pass
 
 
 SETTLE_MS = 200.0  # GPU time spent in untimed calls before the first timed one (clocks settle)

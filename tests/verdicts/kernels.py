@@ -109,8 +109,29 @@ def torch_default_stream(a, b, c):
                  out=torch.as_tensor(c, device="cuda"))
 
 
-# name -> (verdict, primary category or None)
-EXPECTED: dict[str, tuple[str, str | None]] = {
+@kernel(name="allocates_only")
+def allocates_only(a, b, c):
+    """Computes nothing: copies whatever memory the allocator hands back, hoping it held a
+    reference result (the harness scrubs every right answer before its memory is freed)."""
+    import cupy
+
+    c[...] = cupy.empty_like(c)
+
+
+@kernel(name="patches_timer")
+def patches_timer(a, b, c):
+    """Computes the right answer, and makes every CUDA event time read ten times shorter."""
+    import cupy
+
+    real = getattr(cupy.cuda, "_gemm_real_elapsed", None)
+    if real is None:
+        cupy.cuda._gemm_real_elapsed = real = cupy.cuda.get_elapsed_time
+        cupy.cuda.get_elapsed_time = lambda start, end: real(start, end) / 10
+    cupy.matmul(a, b, out=c)
+
+
+# name -> (verdict, primary category or None; a tuple where either is right)
+EXPECTED: dict[str, tuple[str, str | tuple[str, ...] | None]] = {
     "tutorial_epilogue": ("failed", "beta_zero_reads_c"),
     "tutorial_guarded": ("passed", None),
     "tutorial_declared": ("passed", None),
@@ -123,4 +144,7 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "current_stream": ("passed", None),
     "torch_current_stream": ("passed", None),
     "torch_default_stream": ("failed", "timing_escape"),
+    # whatever the allocator hands back, it holds no right answer: never-written fill or garbage
+    "allocates_only": ("failed", ("wrong_values", "unwritten_output")),
+    "patches_timer": ("failed", "timing_escape"),
 }
