@@ -56,6 +56,17 @@ def test_precision_too_low_needs_passing_exact_checks_and_errors_at_two_k():
     assert one_k.primary_category == "wrong_values" and "do not follow a lower precision" in one_k.diagnosis
     exact_fails = kernel_verdict([fail("exact", "wrong_values"), *lower])
     assert exact_fails.primary_category == "wrong_values" and exact_fails.primary_check.startswith("exact")
+    # exact outputs that are A@B of rounded inputs are the same finding, not a logic error
+    rounded = kernel_verdict([fail("exact", "precision_too_low", (2, 2, 2)), rec("exact", shape=(64, 64, 64)), *lower])
+    assert rounded.primary_category == "precision_too_low" and rounded.consequences == []
+
+
+def test_the_diagnosis_most_records_share_speaks_for_the_kernel():
+    one = fail("exact", "wrong_values", (1, 1, 1), "[wrong_values] every element is 0: the K loop never runs")
+    rest = [fail("exact", "wrong_values", (s, s, s), f"[wrong_values] the K loop stops one step early ({s - 1} terms)")
+            for s in (2, 7, 16)]
+    v = kernel_verdict([one, *rest])
+    assert v.diagnosis == "the K loop stops one step early (1 terms)" and v.primary_check == "exact 2x2x2"
 
 
 def test_a_tutorial_epilogue_fails_only_beta_zero_and_is_still_ranked():

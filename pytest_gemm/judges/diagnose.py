@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..model.categories import NONDETERMINISTIC, UNWRITTEN_OUTPUT, WRONG_VALUES, GemmCheckFailure
+from ..model.categories import NONDETERMINISTIC, PRECISION_TOO_LOW, UNWRITTEN_OUTPUT, WRONG_VALUES, GemmCheckFailure
 
 # Negative quiet NaN with payload 0x40DEAD: GPU arithmetic returns the canonical
 # NaN (0x7FFFFFFF), so these exact bits can only survive by never being written.
@@ -360,6 +360,37 @@ def _k_loop_checks(a64: np.ndarray, b64: np.ndarray) -> list[tuple[Any, str, str
     return checks
 
 
+def _round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
+    """float32 values rounded to ``bits`` explicit mantissa bits (nearest, ties to even), as float64."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    drop = 23 - bits
+    half = np.uint64(1 << (drop - 1))
+    odd = (u >> np.uint64(drop)) & np.uint64(1)
+    u = (u + half - np.uint64(1) + odd) & ~np.uint64((1 << drop) - 1)
+    return u.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+_LOWER = (("fp16 or TF32 (10-bit mantissa)", lambda x: _round_mantissa(x, 10)),
+          ("bf16 (7-bit mantissa)", lambda x: _round_mantissa(x, 7)))
+
+
+def _rounded_inputs(got: np.ndarray, want: np.ndarray, written: np.ndarray,
+                    a64: np.ndarray | None, b64: np.ndarray | None) -> tuple[str, list[str]] | None:
+    """The output is exactly A@B computed from inputs rounded to a lower precision: the kernel
+    multiplies in that precision, whatever it declares (a logic error does not do this)."""
+    if a64 is None or b64 is None or not written.all() or got.size * a64.shape[1] > _INPUT_CHECK_LIMIT:
+        return None
+    for name, rounding in _LOWER:
+        with np.errstate(over="ignore", invalid="ignore"):
+            cand = rounding(a64) @ rounding(b64)
+        if np.isfinite(cand).all() and not _matches(want, cand, written) and _matches(got, cand, written):
+            return (f"the result is exactly A@B with the inputs rounded to {name}: the kernel multiplies in a "
+                    "lower precision than it declares",
+                    ["keep the inputs in the declared precision (no __half / tf32 conversion, no tensor-core "
+                     "path for an fp32 kernel), or declare the precision it computes in"])
+    return None
+
+
 def _scaled(got: np.ndarray, want: np.ndarray, written: np.ndarray) -> tuple[str, list[str]] | None:
     g = got[written].astype(np.float64)
     w = want[written].astype(np.float64)
@@ -439,7 +470,7 @@ def _analyse(g: np.ndarray, w: np.ndarray, bad: np.ndarray, tile: tuple[int, int
     if unwritten.any():
         category = UNWRITTEN_OUTPUT
         if unwritten.all():
-            summary = f"no element of C was written (all {m * n} still hold the poison)"
+            summary = f"no element of C was written (all {m * n} still hold the value C was filled with)"
             details = ["did the kernel launch, and does it store through the C argument (argument order?)"]
             if tile is not None and (m < tile[0] or n < tile[1]):
                 summary += f": M={m}, N={n} is smaller than your {tile[0]}x{tile[1]} tile, so every tile is partial"
@@ -449,6 +480,9 @@ def _analyse(g: np.ndarray, w: np.ndarray, bad: np.ndarray, tile: tuple[int, int
         if wrong_written.any():
             more, _ = describe_region(wrong_written, "are wrong", tile)
             details.append(f"besides: {more}")
+    elif (rounded := _rounded_inputs(g, w, written, a64, b64)) is not None:
+        category = PRECISION_TOO_LOW
+        summary, details = rounded
     else:
         category = WRONG_VALUES
         pattern = _value_pattern(g, w, bad, written, a64, b64)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .compiler import CompileResult, compile_for_arch
-from ..model.contract import CudaKernel, GemmKernel, PyKernel
+from ..model.contract import CudaKernel, EmptyGridError, GemmKernel, PyKernel
 from .device import GemmDevice
 
 
@@ -89,7 +89,11 @@ class LoadedKernel:
                   "alpha": np.float32(alpha), "beta": np.float32(beta)}
         args = tuple(values[t] for t in kernel.tokens)
         self.prepare(m, n, k)
-        self._function(kernel.launch_grid(m, n, k), tuple(kernel.block), args,
+        try:
+            grid = kernel.launch_grid(m, n, k)
+        except EmptyGridError:
+            return  # CUDA refuses an empty grid; the kernel simply computes nothing here (C stays unwritten)
+        self._function(grid, tuple(kernel.block), args,
                        shared_mem=kernel.dynamic_shared_mem(m, n, k))
 
     def attributes(self, m: int = 4096, n: int = 4096, k: int = 4096) -> KernelAttributes | None:

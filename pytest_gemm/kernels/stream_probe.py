@@ -40,7 +40,7 @@ def run_held(arch: str, launch: Callable[[], None], c: Any) -> str | None:
     flag = ctypes.c_int32.from_address(host)
     flag.value = 0
     try:
-        device_ptr = cupy.cuda.runtime.hostGetDevicePointer(host, 0)
+        device_ptr = host  # unified addressing: a mapped host allocation has the same address on the GPU
         held = cupy.cuda.Stream(non_blocking=True)
         side = cupy.cuda.Stream(non_blocking=True)
         cupy.cuda.runtime.deviceSynchronize()

@@ -23,6 +23,10 @@ GridFn = Callable[[int, int, int], Sequence[int]]
 SharedMem = Union[int, Callable[[int, int, int], int]]
 
 
+class EmptyGridError(ValueError):
+    """A declared grid has a zero dimension at some shape: nothing would be launched."""
+
+
 class GemmSpecError(ValueError):
     """A kernel declaration or a ``--gemm-kernel`` spec is wrong; the message says how to fix it."""
 
@@ -215,8 +219,13 @@ class CudaKernel:
         return path.read_text(), str(path)
 
     def launch_grid(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        """The grid at this shape; a declared ``grid`` with a zero dimension (e.g. floor
+        division at a shape smaller than one tile) raises EmptyGridError: it launches no block."""
         if self.grid is not None:
-            return _int_tuple(tuple(self.grid(m, n, k)), 3, f"kernel {self.name!r}: grid(m, n, k)")  # type: ignore[return-value]
+            raw = tuple(self.grid(m, n, k))
+            if raw and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in raw) and 0 in raw:
+                raise EmptyGridError(f"kernel {self.name!r}: grid(m, n, k) = {raw} at {m}x{n}x{k} launches no block")
+            return _int_tuple(raw, 3, f"kernel {self.name!r}: grid(m, n, k)")  # type: ignore[return-value]
         rows, cols = self.tile  # type: ignore[misc]
         return (-(-n // cols), -(-m // rows), 1)
 

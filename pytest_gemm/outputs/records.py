@@ -149,33 +149,53 @@ def _order(r: CheckRecord) -> tuple[int, int]:
     return check, _size(r)
 
 
+_CORRECTNESS = ("exact", "coverage", "alphabeta", "beta_zero", "accuracy")
+
+
 def _precision_evidence(checks: Sequence[CheckRecord]) -> bool:
-    """precision_too_low is a root cause only when the exact checks all passed (so the logic is
-    right) and every accuracy failure matched a lower precision's rounding, at two K or more (so
-    the error grows with K as that precision's does)."""
-    exact_ok = any(r.check == "exact" and r.passed for r in checks) and \
-        not any(r.check == "exact" and r.failed for r in checks)
+    """precision_too_low is a root cause only when the random-input errors match a lower
+    precision's rounding in size at two K or more (so they grow with K as that precision's do),
+    and every other wrong value is explained the same way: an exact check either passed or found
+    the output to be exactly A@B of inputs rounded to that precision (judges/diagnose.py)."""
     accuracy_failed = [r for r in checks if r.check == "accuracy" and r.failed]
     ks = {(r.shape or [0, 0, 0])[2] for r in accuracy_failed}
-    return exact_ok and bool(accuracy_failed) and all(r.category == cat.PRECISION_TOO_LOW
-                                                      for r in accuracy_failed) and len(ks) >= 2
+    if not accuracy_failed or len(ks) < 2 or any(r.category != cat.PRECISION_TOO_LOW for r in accuracy_failed):
+        return False
+    return not any(r.failed and r.check in _CORRECTNESS and r.category == cat.WRONG_VALUES for r in checks)
 
 
 def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> str | None:
     cats = {r.category for r in failed}
+    precision = _precision_evidence(checks)
     for category in ROOT_CAUSE_ORDER:
-        if category not in cats:
-            continue
-        if category == cat.PRECISION_TOO_LOW and not _precision_evidence(checks):
+        if category == cat.WRONG_VALUES and precision:
+            continue  # wrong values there are the lower precision's (none in a correctness check)
+        if category in cats:
+            return category
+        if category == cat.WRONG_VALUES and cat.PRECISION_TOO_LOW in cats and not precision:
             return cat.WRONG_VALUES  # errors beyond the bound that do not follow a lower precision
-        return category
     return None  # failures with no category of ours (a speed gate, an assertion in a user's test)
 
 
-def _consequences(failed: Sequence[CheckRecord], primary: CheckRecord | None) -> list[str]:
+def _representative(records: Sequence[CheckRecord]) -> CheckRecord:
+    """The record whose diagnosis stands for the kernel: the one most of them share (numbers
+    aside), first in suite order: one shape's accident (K = 1 makes "skips a K term" read as
+    "every element is 0") does not speak for the rest."""
+    import re
+
+    groups: dict[str, list[CheckRecord]] = {}
+    for r in records:
+        groups.setdefault(re.sub(r"\d+", "#", r.first_line), []).append(r)
+    largest = max(groups.values(), key=lambda g: (len(g), tuple(-x for x in min(_order(r) for r in g))))
+    return min(largest, key=_order)
+
+
+def _consequences(failed: Sequence[CheckRecord], category: str | None) -> list[str]:
+    """The failed checks of another category than the root cause, one line per check (those of
+    the root cause's own category are the same finding at other shapes)."""
     by_check: dict[str, list[CheckRecord]] = {}
     for r in sorted(failed, key=_order):
-        if r is not primary:
+        if r.category != category or category is None and r.category is not None:
             by_check.setdefault(r.check, []).append(r)
     lines = []
     for check, rs in by_check.items():
@@ -190,7 +210,7 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
 
     - failed: some check failed. The primary category is the most fundamental category among
       the failures (``ROOT_CAUSE_ORDER``; precision_too_low only with ``_precision_evidence``),
-      its diagnosis that of its first check (suite order, smallest shape); every other failure
+      its diagnosis the one most of its records share (``_representative``); every other failure
       is listed as a consequence, not as a finding of its own.
     - passed: nothing failed and a GPU check (beyond compile and launch) passed.
     - compiled only: nothing failed, the compile checks passed and the GPU checks were
@@ -206,12 +226,12 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
         category = _primary(failed, checks)
         candidates = [r for r in failed if r.category == category] or \
             [r for r in failed if r.category == cat.PRECISION_TOO_LOW] or failed
-        head = min(candidates, key=_order)
+        head = _representative(candidates)
         diagnosis = head.first_line
         if category == cat.WRONG_VALUES and head.category == cat.PRECISION_TOO_LOW:
             diagnosis = ("random-input errors exceed the bound but do not follow a lower precision's rounding "
                          "(or the exact checks fail too): " + head.where)
-        return Verdict("failed", category, diagnosis, head.where, _consequences(failed, head), notes)
+        return Verdict("failed", category, diagnosis, head.where, _consequences(failed, category), notes)
     if any(r.passed and r.check not in ("compile", "launch", *TIMED_CHECKS) for r in checks):
         return Verdict("passed", notes=notes)
     if any(r.passed and r.check == "compile" for r in checks):

@@ -130,6 +130,12 @@ def patches_timer(a, b, c):
     cupy.matmul(a, b, out=c)
 
 
+#: torch launchers, checked where torch imports (tests/test_verdicts_gpu.py adds them then)
+TORCH: dict[str, tuple[str, str | None]] = {
+    "torch_current_stream": ("passed", None),
+    "torch_default_stream": ("failed", "timing_escape"),
+}
+
 # name -> (verdict, primary category or None; a tuple where either is right)
 EXPECTED: dict[str, tuple[str, str | tuple[str, ...] | None]] = {
     "tutorial_epilogue": ("failed", "beta_zero_reads_c"),
@@ -142,8 +148,6 @@ EXPECTED: dict[str, tuple[str, str | tuple[str, ...] | None]] = {
     "split_k_ordered": ("passed", None),
     "own_stream": ("failed", "timing_escape"),
     "current_stream": ("passed", None),
-    "torch_current_stream": ("passed", None),
-    "torch_default_stream": ("failed", "timing_escape"),
     # whatever the allocator hands back, it holds no right answer: never-written fill or garbage
     "allocates_only": ("failed", ("wrong_values", "unwritten_output")),
     "patches_timer": ("failed", "timing_escape"),
