@@ -45,7 +45,11 @@
 // gemm_wgmma_tail below, a plain shared-memory tiled kernel that is correct for any shape.
 //
 // Parameters (-D): WG_BF16 (0: fp16, 1: bf16 inputs), WG_STAGES (K slices in the ring; four
-// 48 KB stages fill 192 of the 227 KB a block may have), WG_GROUP_M (tile rows per group).
+// 48 KB stages fill 192 of the 227 KB a block may have), WG_GROUP_M (tile rows per group),
+// WG_CLUSTER (1, or 2: clusters of two blocks on vertically adjacent tiles, which share their
+// B tile: each block loads half of it and the copy engine multicasts it into both blocks'
+// shared memory, a third less L2 -> SM traffic; each consumer warp then releases a stage in
+// both blocks, since both producers write into it).
 
 #ifndef WG_BF16
 #define WG_BF16 0
@@ -55,6 +59,9 @@
 #endif
 #ifndef WG_GROUP_M
 #define WG_GROUP_M 16
+#endif
+#ifndef WG_CLUSTER
+#define WG_CLUSTER 1
 #endif
 
 #if WG_BF16
@@ -76,6 +83,8 @@ constexpr int A_STAGE_BYTES = BM * BK * 2;               // 16 KB
 constexpr int B_BOX_BYTES = BK * B_BOX * 2;              // 8 KB
 constexpr int B_STAGE_BYTES = BK * BN * 2;               // 32 KB
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
+constexpr int B_BOXES_PER_BLOCK = BN / B_BOX / WG_CLUSTER;  // the boxes of B this block loads
+static_assert(WG_CLUSTER == 1 || WG_CLUSTER == 2, "WG_CLUSTER is 1 or 2");
 // Dynamic shared memory the launcher gives (wgmma.py): WG_STAGES * STAGE_BYTES, the
 // 2 * WG_STAGES barriers of 8 bytes, and 1024 bytes of room to align the start.
 
@@ -100,8 +109,39 @@ __device__ __forceinline__ void mbar_expect_bytes(u32 bar, u32 bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
 }
 
-__device__ __forceinline__ void mbar_arrive(u32 bar) {
+// Arrive on the barrier at the same offset in every block of the cluster (this one included).
+__device__ __forceinline__ void mbar_arrive_cluster(u32 bar) {
+#if WG_CLUSTER > 1
+#pragma unroll
+    for (u32 rank = 0; rank < WG_CLUSTER; ++rank)
+        asm volatile(
+            "{\n"
+            ".reg .b32 remote;\n"
+            "mapa.shared::cluster.u32 remote, %0, %1;\n"
+            "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+            "}\n"
+            :: "r"(bar), "r"(rank) : "memory");
+#else
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void cluster_sync() {
+#if WG_CLUSTER > 1
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+#else
+    __syncthreads();
+#endif
+}
+
+__device__ __forceinline__ u32 cluster_rank() {
+#if WG_CLUSTER > 1
+    u32 rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+#else
+    return 0;
+#endif
 }
 
 // Wait until the barrier's phase with this parity has completed.
@@ -125,6 +165,16 @@ __device__ __forceinline__ void tma_load(u32 dst, const TensorMap* map, int c0, 
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
         " [%0], [%1, {%2, %3}], [%4];"
         :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+
+// The same copy delivered to every block of the cluster, at the same shared-memory offsets,
+// completing on each block's barrier at `bar`.
+__device__ __forceinline__ void tma_load_multicast(u32 dst, const TensorMap* map, int c0, int c1, u32 bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3}], [%4], %5;"
+        :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar),
+           "h"(static_cast<unsigned short>((1 << WG_CLUSTER) - 1)) : "memory");
 }
 
 // wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets (all
@@ -183,23 +233,31 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], u64 desc_a, u64
         : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
-// Tile number -> (first row, first column) of its block tile, tiles numbered down groups of
-// WG_GROUP_M tile rows, then across.
-__device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
-    const int per_group = WG_GROUP_M * tiles_n;
-    const int first_m = (tile / per_group) * WG_GROUP_M;
-    const int rows = min(tiles_m - first_m, WG_GROUP_M);
-    const int in_group = tile % per_group;
-    m0 = (first_m + in_group % rows) * BM;
+// Work item -> (first row, first column) of this block's tile. A work item is WG_CLUSTER
+// vertically adjacent tiles (one per block of the cluster); work items are numbered down
+// groups of WG_GROUP_M tile rows, then across.
+__device__ __forceinline__ void tile_origin(int item, int items_m, int tiles_n, u32 rank, int& m0, int& n0) {
+    constexpr int group = WG_GROUP_M / WG_CLUSTER;
+    const int per_group = group * tiles_n;
+    const int first_m = (item / per_group) * group;
+    const int rows = min(items_m - first_m, group);
+    const int in_group = item % per_group;
+    m0 = ((first_m + in_group % rows) * WG_CLUSTER + static_cast<int>(rank)) * BM;
     n0 = (in_group / rows) * BN;
 }
 
 // ---------------------------------------------------------------------------------------------
-// The TMA + wgmma kernel. Grid: min(tiles, SMs) blocks of THREADS threads, SMEM_BYTES of
-// dynamic shared memory. tensor_a: dims (K, M), box (BK, BM); tensor_b: dims (N, K), box
+// The TMA + wgmma kernel. Grid: WG_CLUSTER x min(work items, clusters that fit at once) blocks
+// of THREADS threads (the launcher sizes it), with the dynamic shared memory above. tensor_a: dims (K, M), box (BK, BM); tensor_b: dims (N, K), box
 // (B_BOX, BK); both 128-byte swizzled, zero fill out of bounds.
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+#if WG_CLUSTER > 1
+#define WG_CLUSTER_DIMS __cluster_dims__(WG_CLUSTER, 1, 1)
+#else
+#define WG_CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) WG_CLUSTER_DIMS
 gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ TensorMap tensor_b,
            float* __restrict__ C, int M, int N, int K)
 {
@@ -210,20 +268,22 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
     const u32 full_bar = base + WG_STAGES * STAGE_BYTES;        // WG_STAGES x 8 bytes
     const u32 empty_bar = full_bar + WG_STAGES * 8;             // WG_STAGES x 8 bytes
 
-    const int tiles_m = (M + BM - 1) / BM;
+    const int items_m = (M + BM * WG_CLUSTER - 1) / (BM * WG_CLUSTER);
     const int tiles_n = (N + BN - 1) / BN;
-    const int tiles = tiles_m * tiles_n;
+    const int items = items_m * tiles_n;
     const int k_slices = (K + BK - 1) / BK;
     const int warpgroup = threadIdx.x / 128;
+    const u32 rank = cluster_rank();
+    const int first_item = blockIdx.x / WG_CLUSTER, item_step = gridDim.x / WG_CLUSTER;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);                     // the producer's expect_tx
-            mbar_init(empty_bar + 8 * s, CONSUMERS * 4);        // one arrival per consumer warp
+            mbar_init(empty_bar + 8 * s, WG_CLUSTER * CONSUMERS * 4);  // each consumer warp of the cluster
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    cluster_sync();  // every block's barriers are ready before anyone copies or arrives
 
     if (warpgroup == 0) {
         // ---- producer: one thread issues every copy ----
@@ -231,18 +291,25 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
         if (threadIdx.x == 0) {
             int stage = 0;
             u32 phase = 0;
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            for (int item = first_item; item < items; item += item_step) {
                 int m0, n0;
-                tile_origin(tile, tiles_m, tiles_n, m0, n0);
+                tile_origin(item, items_m, tiles_n, rank, m0, n0);
                 for (int ks = 0; ks < k_slices; ++ks) {
                     mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // a fresh ring starts empty
                     const u32 bar = full_bar + 8 * stage;
                     mbar_expect_bytes(bar, STAGE_BYTES);          // out-of-bounds zeros count too
                     tma_load(a_tiles + stage * A_STAGE_BYTES, &tensor_a, ks * BK, m0, bar);
 #pragma unroll
-                    for (int j = 0; j < BN / B_BOX; ++j)
+                    for (int i = 0; i < B_BOXES_PER_BLOCK; ++i) {
+                        const int j = static_cast<int>(rank) * B_BOXES_PER_BLOCK + i;
+#if WG_CLUSTER > 1
+                        tma_load_multicast(b_tiles + stage * B_STAGE_BYTES + j * B_BOX_BYTES, &tensor_b,
+                                           n0 + j * B_BOX, ks * BK, bar);
+#else
                         tma_load(b_tiles + stage * B_STAGE_BYTES + j * B_BOX_BYTES, &tensor_b,
                                  n0 + j * B_BOX, ks * BK, bar);
+#endif
+                    }
                     if (++stage == WG_STAGES) { stage = 0; phase ^= 1; }
                 }
             }
@@ -256,9 +323,9 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
         float d[128];
         int stage = 0;
         u32 phase = 0;
-        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        for (int item = first_item; item < items; item += item_step) {
             int m0, n0;
-            tile_origin(tile, tiles_m, tiles_n, m0, n0);
+            tile_origin(item, items_m, tiles_n, rank, m0, n0);
             int previous = 0;
             for (int ks = 0; ks < k_slices; ++ks) {
                 mbar_wait(full_bar + 8 * stage, phase);
@@ -273,14 +340,14 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
                 if (ks > 0) {
                     // The previous slice's wgmma are done: hand its stage back to the producer.
                     wgmma_wait<1>();
-                    if (lane == 0) mbar_arrive(empty_bar + 8 * previous);
+                    if (lane == 0) mbar_arrive_cluster(empty_bar + 8 * previous);
                 }
                 previous = stage;
                 if (++stage == WG_STAGES) { stage = 0; phase ^= 1; }
             }
             wgmma_wait<0>();
             fence_acc(d);
-            if (lane == 0) mbar_arrive(empty_bar + 8 * previous);
+            if (lane == 0) mbar_arrive_cluster(empty_bar + 8 * previous);
 
             // Epilogue: each thread writes float2 pairs straight from its accumulators.
             const int row = m0 + c * 64 + warp * 16 + lane / 4;
@@ -299,6 +366,10 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
             }
         }
     }
+#if WG_CLUSTER > 1
+    // No block leaves while the other may still arrive on its barriers.
+    cluster_sync();
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------

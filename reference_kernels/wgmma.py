@@ -32,6 +32,7 @@ THREADS = 384                          # one producer and two consumer warpgroup
 TAIL_TILE = 64                         # gemm_wgmma_tail: 64 x 64 tiles of 256 threads
 STAGES = 4                             # K slices in the ring (-DWG_STAGES)
 GROUP_M = 16                           # tile rows per group of the persistent walk (-DWG_GROUP_M)
+CLUSTER = 1                            # blocks per cluster sharing (multicasting) B tiles (-DWG_CLUSTER)
 
 # cuda.h enum values (CUtensorMapDataType, ...Swizzle, ...L2promotion, ...FloatOOBfill).
 _DTYPE = {"fp16": 6, "bf16": 9}
@@ -45,27 +46,44 @@ def smem_bytes(stages: int = STAGES) -> int:
     return stages * (BM * BK + BK * BN) * 2 + 2 * stages * 8 + 1024
 
 
-def _options(precision: str, stages: int, group_m: int) -> tuple[str, ...]:
-    return (f"-DWG_BF16={int(precision == 'bf16')}", f"-DWG_STAGES={stages}", f"-DWG_GROUP_M={group_m}")
+def _options(precision: str, stages: int, group_m: int, cluster: int) -> tuple[str, ...]:
+    return (f"-DWG_BF16={int(precision == 'bf16')}", f"-DWG_STAGES={stages}", f"-DWG_GROUP_M={group_m}",
+            f"-DWG_CLUSTER={cluster}")
 
 
-def main_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M) -> CudaKernel:
-    """gemm_wgmma as a CudaKernel, for compiling (the launcher caps its grid at the SM count)."""
+def _items(m: int, n: int, cluster: int) -> int:
+    """Work items of gemm_wgmma: ``cluster`` vertically adjacent 128 x 256 tiles each."""
+    return -(-m // (BM * cluster)) * -(-n // BN)
+
+
+def main_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
+                cluster: int = CLUSTER) -> CudaKernel:
+    """gemm_wgmma as a CudaKernel, for compiling (the launcher caps its grid at what fits at once)."""
     return CudaKernel(
         source="wgmma.cu", entry="gemm_wgmma", block=(THREADS,),
-        grid=lambda m, n, k: (-(-m // BM) * -(-n // BN), 1, 1),
+        grid=lambda m, n, k: (cluster * _items(m, n, cluster), 1, 1),
         precision=precision, min_cc=(9, 0), shared_mem=smem_bytes(stages),
-        options=_options(precision, stages, group_m), arches=(ARCH,), name=f"wgmma-{precision}-main",
+        options=_options(precision, stages, group_m, cluster), arches=(ARCH,), name=f"wgmma-{precision}-main",
     )
 
 
-def tail_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M) -> CudaKernel:
+def tail_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
+                cluster: int = CLUSTER) -> CudaKernel:
     """gemm_wgmma_tail (the path for shapes TMA cannot take) as a CudaKernel."""
     return CudaKernel(
         source="wgmma.cu", entry="gemm_wgmma_tail", block=(256,), tile=(TAIL_TILE, TAIL_TILE),
-        precision=precision, min_cc=(9, 0), options=_options(precision, stages, group_m), arches=(ARCH,),
-        name=f"wgmma-{precision}-tail",
+        precision=precision, min_cc=(9, 0), options=_options(precision, stages, group_m, cluster),
+        arches=(ARCH,), name=f"wgmma-{precision}-tail",
     )
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuda.h), for cuOccupancyMaxActiveClusters."""
+
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+                ("numAttrs", ctypes.c_uint)]
 
 
 class _Driver:
@@ -85,6 +103,10 @@ class _Driver:
         self.launch.restype = ctypes.c_int
         self.launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
             ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+        self.max_active_clusters = lib.cuOccupancyMaxActiveClusters
+        self.max_active_clusters.restype = ctypes.c_int
+        self.max_active_clusters.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p,
+                                             ctypes.POINTER(_LaunchConfig)]
         self._error_name = lib.cuGetErrorName
         self._error_name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
 
@@ -116,9 +138,9 @@ class WgmmaLauncher:
     """Writes ``a @ b`` into ``c`` (CuPy arrays, a (M, K) and b (K, N) as float16 or bf16 bit
     patterns in uint16, c (M, N) float32) with gemm_wgmma, or gemm_wgmma_tail where TMA cannot."""
 
-    def __init__(self, precision: str, stages: int = STAGES, group_m: int = GROUP_M):
-        self.precision, self.stages, self.group_m = precision, stages, group_m
-        self._loaded: dict[int, tuple[Any, Any, int]] = {}   # device -> (main, tail, SM count)
+    def __init__(self, precision: str, stages: int = STAGES, group_m: int = GROUP_M, cluster: int = CLUSTER):
+        self.precision, self.stages, self.group_m, self.cluster = precision, stages, group_m, cluster
+        self._loaded: dict[int, tuple[Any, Any, int]] = {}   # device -> (main, tail, clusters at once)
         self._maps: dict[tuple, TensorMap] = {}
         self._driver: _Driver | None = None
 
@@ -137,8 +159,8 @@ class WgmmaLauncher:
                 raise RuntimeError(f"wgmma-{self.precision} is built for {ARCH}: it runs on compute "
                                    f"capability 9.0 only, and this GPU is {cc[:-1]}.{cc[-1]}")
             functions = []
-            for kernel in (main_kernel(self.precision, self.stages, self.group_m),
-                           tail_kernel(self.precision, self.stages, self.group_m)):
+            build = (self.precision, self.stages, self.group_m, self.cluster)
+            for kernel in (main_kernel(*build), tail_kernel(*build)):
                 compiled = compile_for_arch(kernel, ARCH)
                 path = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{kernel.entry}.cubin"
                 path.write_bytes(compiled.code)
@@ -147,9 +169,23 @@ class WgmmaLauncher:
             main = functions[0][1]
             main.max_dynamic_shared_size_bytes = smem_bytes(self.stages)
             self._modules = functions
-            self._loaded[device.id] = (main, functions[1][1], int(device.attributes["MultiProcessorCount"]))
             self._driver = self._driver or _Driver()
+            self._loaded[device.id] = (main, functions[1][1], self._clusters_at_once(main, device))
         return self._loaded[device.id]
+
+    def _clusters_at_once(self, main: Any, device: Any) -> int:
+        """How many blocks (clusters of blocks) run at once: the persistent grid's size. Clusters
+        must fit inside one GPC, so with clusters of 2 an odd SM out per GPC stays idle."""
+        sms = int(device.attributes["MultiProcessorCount"])
+        if self.cluster == 1:
+            return sms
+        assert self._driver is not None
+        config = _LaunchConfig(sms - sms % self.cluster, 1, 1, THREADS, 1, 1, smem_bytes(self.stages), None, None, 0)
+        count = ctypes.c_int(0)
+        if self._driver.max_active_clusters(ctypes.byref(count), main.kernel.ptr, ctypes.byref(config)) \
+                or count.value < 1:
+            return sms // self.cluster  # the query failed: assume every SM takes part
+        return count.value
 
     def _map(self, ptr: int, rows: int, cols: int, box_rows: int, box_cols: int) -> TensorMap:
         key = (ptr, rows, cols, box_rows, box_cols)
@@ -175,7 +211,7 @@ class WgmmaLauncher:
             raise ValueError(f"wgmma-{self.precision}: a, b and c must be C-contiguous")
         if m == 0 or n == 0:
             return
-        main, tail, sms = self._functions()
+        main, tail, at_once = self._functions()
         stream = cupy.cuda.get_current_stream()
         tma_ok = k % 8 == 0 and n % 8 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
         if not tma_ok:
@@ -184,14 +220,14 @@ class WgmmaLauncher:
             return
         map_a = self._map(a.data.ptr, m, k, BM, BK)
         map_b = self._map(b.data.ptr, k, n, BK, B_BOX)
-        tiles = -(-m // BM) * -(-n // BN)
+        blocks = self.cluster * min(_items(m, n, self.cluster), at_once)
         c_ptr = ctypes.c_uint64(c.data.ptr)
         dims = [ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
         params = (ctypes.c_void_p * 6)(map_a.address, map_b.address, ctypes.addressof(c_ptr),
                                        *(ctypes.addressof(v) for v in dims))
         assert self._driver is not None
         self._driver.check(
-            self._driver.launch(main.kernel.ptr, min(tiles, sms), 1, 1, THREADS, 1, 1, smem_bytes(self.stages),
+            self._driver.launch(main.kernel.ptr, blocks, 1, 1, THREADS, 1, 1, smem_bytes(self.stages),
                                 stream.ptr, params, None),
             f"cuLaunchKernel(gemm_wgmma, {m} x {n} x {k})")
 
@@ -207,4 +243,4 @@ def launch(precision: str, a: Any, b: Any, c: Any) -> None:
 
 
 __all__ = ["WgmmaLauncher", "TensorMap", "main_kernel", "tail_kernel", "smem_bytes", "launch",
-           "ARCH", "STAGES", "GROUP_M"]
+           "ARCH", "STAGES", "GROUP_M", "CLUSTER"]

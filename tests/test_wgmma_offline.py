@@ -18,7 +18,8 @@ from pytest_gemm.contract import PyKernel, unsupported_reason
 from reference_kernels import wgmma
 
 SMEM_PER_BLOCK_OPTIN = 227 * 1024  # sm_90
-BUILDS = [(precision, stages) for precision in ("fp16", "bf16") for stages in (3, wgmma.STAGES)]
+BUILDS = [(precision, stages, cluster) for precision in ("fp16", "bf16") for stages in (3, wgmma.STAGES)
+          for cluster in (1, 2)]
 
 
 def _nvrtc_missing() -> str | None:
@@ -33,13 +34,13 @@ needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("precision,stages", BUILDS, ids=[f"{p}-s{s}" for p, s in BUILDS])
+@pytest.mark.parametrize("precision,stages,cluster", BUILDS, ids=[f"{p}-s{s}-c{c}" for p, s, c in BUILDS])
 @pytest.mark.parametrize("which", ["main", "tail"])
-def test_compiles_for_sm90a_without_spills(precision: str, stages: int, which: str) -> None:
+def test_compiles_for_sm90a_without_spills(precision: str, stages: int, cluster: int, which: str) -> None:
     from pytest_gemm.compiler import compile_for_arch
 
     make = wgmma.main_kernel if which == "main" else wgmma.tail_kernel
-    result = compile_for_arch(make(precision, stages), "sm_90a")
+    result = compile_for_arch(make(precision, stages, wgmma.GROUP_M, cluster), "sm_90a")
     res = result.resources
     assert res.spills == 0 and res.stack_frame == 0, f"{result.kernel_name}: {res}"
     if which == "main":
@@ -61,6 +62,18 @@ def test_ptx_has_the_hopper_instructions(precision: str) -> None:
                         "wgmma.wait_group.sync.aligned 1"):
         assert instruction in ptx, instruction
     assert ".target sm_90a" in ptx
+    assert "multicast" not in ptx and "reqnctapercluster" not in ptx, "the default build uses no clusters"
+
+
+@needs_nvrtc
+def test_cluster_build_multicasts_b() -> None:
+    from pytest_gemm.compiler import compile_for_arch
+
+    kernel = wgmma.main_kernel("fp16", wgmma.STAGES, wgmma.GROUP_M, 2)
+    ptx = compile_for_arch(kernel, "sm_90a", output="ptx").code.decode()
+    assert ".reqnctapercluster 2, 1, 1" in ptx
+    assert ptx.count("complete_tx::bytes.multicast::cluster") >= 1
+    assert "mapa.shared::cluster" in ptx and "barrier.cluster.wait" in ptx
 
 
 @needs_nvrtc

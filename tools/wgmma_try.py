@@ -1,8 +1,8 @@
 """Check and time builds of the Hopper rung (reference_kernels/wgmma.cu) against cuBLAS, on a GPU.
 
-    python tools/wgmma_try.py [--variants s4g16,s3g16,...] [--sizes 2048,4096,8192] [--precision fp16]
+    python tools/wgmma_try.py [--variants s4g16,s3g16,s4g16c2,...] [--sizes 2048,4096,8192] [--precision fp16]
 
-Each variant (sS: WG_STAGES, gG: WG_GROUP_M) runs in its own process with a time limit, so a
+Each variant (sS: WG_STAGES, gG: WG_GROUP_M, cC: WG_CLUSTER, 1 when left out) runs in its own process with a time limit, so a
 hang or a fault in one build costs only that build. In that process: exact-integer inputs at
 ragged and square shapes compared bit for bit with a float64 reference (C poisoned with NaN
 before every launch), random inputs against the same reference (relative Frobenius error),
@@ -22,6 +22,32 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+def parse_variant(variant: str) -> tuple[int, int, int]:
+    """``s4g16c2`` -> (stages 4, group 16, cluster 2); ``c`` is optional."""
+    stages, rest = variant[1:].split("g")
+    group, _, cluster = rest.partition("c")
+    return int(stages), int(group), int(cluster or 1)
+
+
+def variant_kernel(variant: str, precision: str):
+    """A build of the rung as a PyKernel, for the conformance suite:
+    ``pytest --gemm-kernel tools/wgmma_try.py:fp16_s4g16c2``."""
+    from pytest_gemm.contract import PyKernel
+    from reference_kernels.wgmma import WgmmaLauncher
+
+    launchers = []
+
+    def run(a, b, c):
+        if not launchers:
+            launchers.append(WgmmaLauncher(precision, *parse_variant(variant)))
+        launchers[0](a, b, c)
+
+    return PyKernel(run, precision=precision, min_cc=(9, 0), arches=("sm_90a",), name=f"wgmma-{precision}-{variant}")
+
+
+fp16_s4g16c2 = variant_kernel("s4g16c2", "fp16")
+bf16_s4g16c2 = variant_kernel("s4g16c2", "bf16")
 
 EXACT_SHAPES = [(1, 1, 1), (17, 33, 65), (64, 64, 64), (128, 256, 64), (130, 264, 72), (1, 4096, 4096),
                 (4096, 8, 8), (257, 520, 1032), (1000, 1000, 1000), (2048, 2048, 2048), (4096, 4096, 4096)]
@@ -60,9 +86,7 @@ def child(variant: str, precision: str, sizes: list[int]) -> dict:
     from reference_kernels.cublas import cublas_bf16, cublas_fp16
     from reference_kernels.wgmma import WgmmaLauncher
 
-    stages = int(variant.split("g")[0][1:])
-    group = int(variant.split("g")[1])
-    launcher = WgmmaLauncher(precision, stages=stages, group_m=group)
+    launcher = WgmmaLauncher(precision, *parse_variant(variant))
     cublas = cublas_fp16.fn if precision == "fp16" else cublas_bf16.fn
     out: dict = {"variant": variant, "precision": precision, "checks": [], "timing": []}
     ok = True
@@ -89,6 +113,7 @@ def child(variant: str, precision: str, sizes: list[int]) -> dict:
             print(f"[{variant} {precision}] {'exact' if exact else 'random'} {m}x{n}x{k}: "
                   f"{'PASS' if passed else 'FAIL'} {detail}", flush=True)
             del a, b, ref, c
+    print(f"[{variant}] blocks (clusters) at once: {launcher._functions()[2]}", flush=True)
     # Same inputs through the launcher twice: bit-identical (determinism).
     a, b, _ = _inputs(2048, 2048, 2048, precision, False, seed=5)
     c1 = cupy.empty((2048, 2048), cupy.float32)
