@@ -10,7 +10,9 @@ Importing this package never imports CuPy or touches CUDA.
 """
 from __future__ import annotations
 
-from pytest_gemm.model.contract import CudaKernel, PyKernel
+from typing import Any
+
+from pytest_gemm.model.contract import CudaKernel, PyKernel, kernel
 
 from pytest_gemm.measure.cublas import cublas_bf16, cublas_fp16, cublas_fp32, cublas_tf32
 
@@ -116,6 +118,31 @@ def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks:
 mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64, frag_pipe=1,
                            swizzle=True)
 
+# The Hopper rung (wgmma.cu): TMA into 128-byte swizzled shared memory, wgmma.mma_async
+# m64n256k16, a 4-stage mbarrier ring, a producer and two consumer warpgroups (setmaxnreg),
+# persistent tiles. Built for sm_90a and claimed on compute capability 9.0 only. A Python
+# launcher (wgmma.py) because TMA needs tensor maps built on the host.
+
+
+@kernel(precision="fp16", min_cc=(9, 0), arches=("sm_90a",), name="wgmma-fp16")
+def wgmma_fp16(a: Any, b: Any, c: Any) -> None:
+    """wgmma.cu, fp16 in, fp32 out (TMA + wgmma; a tiled tail path where TMA cannot go)."""
+    from .wgmma import launch
+
+    launch("fp16", a, b, c)
+
+
+@kernel(precision="bf16", min_cc=(9, 0), arches=("sm_90a",), name="wgmma-bf16")
+def wgmma_bf16(a: Any, b: Any, c: Any) -> None:
+    """wgmma.cu, bf16 in (uint16 bit patterns), fp32 out."""
+    from .wgmma import launch
+
+    launch("bf16", a, b, c)
+
+
+#: The Hopper rungs: Python launchers of sm_90a code, skipped on any other device.
+HOPPER_RUNGS: list[PyKernel] = [wgmma_fp16, wgmma_bf16]
+
 #: The CUDA rungs, in ladder order.
 CUDA_RUNGS: list[CudaKernel] = [
     naive_rows, naive_coalesced, tiled16, tiled32, regtile1d, regtile2d, vectorized, warptile,
@@ -131,7 +158,7 @@ CUBLAS: dict[str, PyKernel] = {
 }
 
 #: Every rung and baseline, in ladder order.
-LADDER: list[CudaKernel | PyKernel] = [*CUDA_RUNGS, *CUBLAS.values()]
+LADDER: list[CudaKernel | PyKernel] = [*CUDA_RUNGS, *HOPPER_RUNGS, *CUBLAS.values()]
 
 
 def by_name(name: str) -> CudaKernel | PyKernel:
@@ -143,7 +170,7 @@ def by_name(name: str) -> CudaKernel | PyKernel:
 
 
 __all__ = [
-    "LADDER", "CUDA_RUNGS", "CUBLAS", "by_name",
+    "LADDER", "CUDA_RUNGS", "HOPPER_RUNGS", "CUBLAS", "by_name", "wgmma_fp16", "wgmma_bf16",
     "naive_rows", "naive_coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
     "warptile", "wmma_fp16", "wmma_bf16", "mma_fp16", "pipeline_sync", "cpasync2", "cpasync3", "cpasync4",
     "cublas_fp32", "cublas_tf32", "cublas_fp16", "cublas_bf16", "mma_fp16_kernel", "mma_smem_bytes", "MMA_BK",

@@ -26,7 +26,7 @@ from pytest_gemm.model.contract import CudaKernel, PyKernel
 LADDER_NAMES = [
     "naive-rows", "naive-coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
     "warptile", "wmma-fp16", "wmma-bf16", "mma-fp16", "pipeline-sync", "cpasync2", "cpasync3", "cpasync4",
-    "cublas-fp32", "cublas-tf32", "cublas-fp16", "cublas-bf16",
+    "wgmma-fp16", "wgmma-bf16", "cublas-fp32", "cublas-tf32", "cublas-fp16", "cublas-bf16",
 ]
 CPASYNC = [k for k in reference_kernels.CUDA_RUNGS if k.name.startswith("cpasync")]
 REGISTERS_PER_SM = 65536
@@ -149,7 +149,8 @@ def test_ladder_order_and_names() -> None:
     names = [k.name for k in reference_kernels.LADDER]
     assert names == LADDER_NAMES
     assert len(set(names)) == len(names)
-    assert reference_kernels.LADDER == [*reference_kernels.CUDA_RUNGS, *reference_kernels.CUBLAS.values()]
+    assert reference_kernels.LADDER == [*reference_kernels.CUDA_RUNGS, *reference_kernels.HOPPER_RUNGS,
+                                        *reference_kernels.CUBLAS.values()]
     assert all(isinstance(k, CudaKernel) for k in reference_kernels.CUDA_RUNGS)
 
 
@@ -164,7 +165,7 @@ def test_declaration_is_valid(kernel: CudaKernel | PyKernel) -> None:
         assert tuple(kernel.multiple_of) == (1, 1, 1), "every rung handles any M, N, K >= 1"
         assert kernel.tile is not None
     else:
-        assert not kernel.takes_alpha_beta, "the cuBLAS baselines take (a, b, c)"
+        assert not kernel.takes_alpha_beta, "the Python launchers (cuBLAS, wgmma) take (a, b, c)"
 
 
 def test_by_name() -> None:

@@ -219,6 +219,8 @@ def compile_for_arch(kernel: CudaKernel, arch: str, *, output: str = "cubin") ->
     """
     if output not in ("cubin", "ptx"):
         raise ValueError(f"output must be 'cubin' or 'ptx', got {output!r}")
+    if f"{arch}a" in (kernel.arches or ()):  # a kernel built for sm_90a runs on a 9.0 device as sm_90a
+        arch = f"{arch}a"
     text, filename = kernel.source_text()
     source_path = kernel.source_path()
     key = (text, filename, kernel.entry, tuple(kernel.options), arch, output, str(source_path))

@@ -16,7 +16,7 @@ from .precision import PRECISIONS
 
 SIGNATURE_TOKENS = ("A", "B", "C", "M", "N", "K", "alpha", "beta")
 REQUIRED_TOKENS = ("A", "B", "C", "M", "N", "K")
-SUPPORTED_ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
+SUPPORTED_ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")  # sm_90a: wgmma, setmaxnreg (9.0 only)
 MAX_THREADS_PER_BLOCK = 1024
 
 GridFn = Callable[[int, int, int], Sequence[int]]
@@ -261,6 +261,7 @@ class PyKernel:
     name: str | None = None
     deterministic: bool = True
     beta_zero: str = "blas"
+    arches: Sequence[str] | None = None  # an arch-specific target (sm_90a) limits it to that device
 
     def __post_init__(self) -> None:
         if self.name is None:
@@ -272,6 +273,9 @@ class PyKernel:
             raise GemmSpecError(f"{label}: @kernel must decorate a function")
         self.min_cc, self.multiple_of = _check_common(label, self.precision, self.min_cc, self.multiple_of)
         _check_beta_zero(label, self.beta_zero)
+        bad = [a for a in (self.arches or ()) if a not in SUPPORTED_ARCHES]
+        if bad:
+            raise GemmSpecError(f"{label}: unknown arch(es) {bad}; valid: {', '.join(SUPPORTED_ARCHES)}")
         params = _positional_params(self.fn)
         if len(params) not in (3, 5):
             raise GemmSpecError(
@@ -289,17 +293,30 @@ class PyKernel:
 
 def kernel(fn: Callable[..., Any] | None = None, *, precision: str = "fp32", min_cc: Sequence[int] = (7, 0),
            multiple_of: Sequence[int] = (1, 1, 1), name: str | None = None,
-           deterministic: bool = True, beta_zero: str = "blas") -> Any:
+           deterministic: bool = True, beta_zero: str = "blas", arches: Sequence[str] | None = None) -> Any:
     """Declare a Python launcher as a GEMM kernel: ``@kernel`` or ``@kernel(precision="fp16", ...)``."""
 
     def wrap(f: Callable[..., Any]) -> PyKernel:
         return PyKernel(f, precision=precision, min_cc=min_cc, multiple_of=multiple_of, name=name,
-                        deterministic=deterministic, beta_zero=beta_zero)
+                        deterministic=deterministic, beta_zero=beta_zero, arches=arches)
 
     return wrap(fn) if fn is not None else wrap
 
 
 GemmKernel = Union[CudaKernel, PyKernel]
+
+
+def unsupported_reason(kernel: GemmKernel, cc: Sequence[int]) -> str | None:
+    """Why ``kernel`` cannot run on a GPU of compute capability ``cc``, or None: below its
+    min_cc, or declared for arch-specific targets only (``sm_90a``: its code runs on 9.0 alone)."""
+    have = f"{cc[0]}.{cc[1]}"
+    if tuple(cc) < tuple(kernel.min_cc):
+        return f"kernel {kernel.name!r} needs compute capability {kernel.min_cc[0]}.{kernel.min_cc[1]} (min_cc); this GPU is {have}"
+    exact = [a for a in (kernel.arches or ()) if a.endswith("a")]
+    if exact and f"sm_{cc[0]}{cc[1]}a" not in exact:
+        return (f"kernel {kernel.name!r} is built for {', '.join(exact)} only (arch-specific instructions such as "
+                f"wgmma run on that compute capability exactly); this GPU is {have}")
+    return None
 
 
 def is_kernel(obj: Any) -> bool:
@@ -314,5 +331,5 @@ def short_id(name: str) -> str:
 
 __all__ = [
     "CudaKernel", "PyKernel", "kernel", "GemmKernel", "GemmSpecError", "parse_signature",
-    "is_kernel", "short_id", "SIGNATURE_TOKENS", "SUPPORTED_ARCHES", "MAX_THREADS_PER_BLOCK",
+    "is_kernel", "short_id", "unsupported_reason", "SIGNATURE_TOKENS", "SUPPORTED_ARCHES", "MAX_THREADS_PER_BLOCK",
 ]

@@ -108,6 +108,7 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
     Skips when there is no GPU or the GPU is below the kernel's min_cc."""
     import json
 
+    from ..model.contract import unsupported_reason
     from .execution import run_in_sandbox
     from .state import state
 
@@ -122,6 +123,9 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
             major, minor = kernel.min_cc
             pytest.skip(f"kernel {kernel.name!r} needs compute capability {major}.{minor} (min_cc); "
                         f"this GPU ({device.name}) is {device.compute_capability[0]}.{device.compute_capability[1]}")
+        reason = unsupported_reason(kernel, device.compute_capability)
+        if reason:
+            pytest.skip(f"{reason} ({device.name})")
         try:
             facts = run_in_sandbox(request.config, kernel, gemm_case.check, gemm_case.shape,
                                    gemm_case.params if params is None else params)

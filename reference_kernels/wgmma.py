@@ -1,0 +1,246 @@
+"""The Hopper rung's launcher: wgmma.cu with its TMA tensor maps built on the host.
+
+Why a Python launcher and not a plain CudaKernel: the kernel reads A and B through TMA, and a
+TMA copy needs a tensor map (CUtensorMap: 128 opaque bytes naming the address, sizes, strides,
+box and swizzle) built on the host by the driver (cuTensorMapEncodeTiled) and passed by value.
+The harness launches CudaKernels with the fixed arguments A, B, C, M, N, K, so this rung
+launches itself:
+
+- wgmma.cu is compiled with the project's compiler (NVRTC, ``pytest_gemm.kernels.compiler``) for
+  ``sm_90a`` and loaded through CuPy, like every rung;
+- the tensor maps are encoded and the kernel launched through ``ctypes`` on ``libcuda.so.1``,
+  which every machine with an NVIDIA driver has: no dependency on a particular cuda-python
+  version (CuPy 13/14 cannot pass a 128-byte struct by value, and cuda.bindings' driver module
+  may be missing or of another major than the driver's). Launches go on CuPy's current stream.
+
+Shapes the TMA path cannot take (K or N not a multiple of 8: TMA needs 16-byte row strides;
+A or B not 16-byte aligned) run ``gemm_wgmma_tail``, a plain tiled kernel in the same file.
+
+CuPy and ctypes' driver calls are reached only when a launcher is called, so importing this
+module never touches CUDA.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from pytest_gemm.model.contract import CudaKernel
+
+ARCH = "sm_90a"
+BM, BN, BK, B_BOX = 128, 256, 64, 64   # block tile, K slice, TMA box width of B (wgmma.cu)
+THREADS = 384                          # one producer and two consumer warpgroups
+TAIL_TILE = 64                         # gemm_wgmma_tail: 64 x 64 tiles of 256 threads
+STAGES = 4                             # K slices in the ring (-DWG_STAGES)
+GROUP_M = 16                           # tile rows per group of the persistent walk (-DWG_GROUP_M)
+CLUSTER = 1                            # blocks per cluster sharing (multicasting) B tiles (-DWG_CLUSTER)
+
+# cuda.h enum values (CUtensorMapDataType, ...Swizzle, ...L2promotion, ...FloatOOBfill).
+_DTYPE = {"fp16": 6, "bf16": 9}
+_SWIZZLE_128B = 3
+_L2_PROMOTION_256B = 3
+_OOB_FILL_ZERO = 0
+
+
+def smem_bytes(stages: int = STAGES) -> int:
+    """Dynamic shared memory of gemm_wgmma: the stages, 2 barriers a stage, 1 KB to align."""
+    return stages * (BM * BK + BK * BN) * 2 + 2 * stages * 8 + 1024
+
+
+def _options(precision: str, stages: int, group_m: int, cluster: int) -> tuple[str, ...]:
+    return (f"-DWG_BF16={int(precision == 'bf16')}", f"-DWG_STAGES={stages}", f"-DWG_GROUP_M={group_m}",
+            f"-DWG_CLUSTER={cluster}")
+
+
+def _items(m: int, n: int, cluster: int) -> int:
+    """Work items of gemm_wgmma: ``cluster`` vertically adjacent 128 x 256 tiles each."""
+    return -(-m // (BM * cluster)) * -(-n // BN)
+
+
+def main_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
+                cluster: int = CLUSTER) -> CudaKernel:
+    """gemm_wgmma as a CudaKernel, for compiling (the launcher caps its grid at what fits at once)."""
+    return CudaKernel(
+        source="wgmma.cu", entry="gemm_wgmma", block=(THREADS,),
+        grid=lambda m, n, k: (cluster * _items(m, n, cluster), 1, 1),
+        precision=precision, min_cc=(9, 0), shared_mem=smem_bytes(stages),
+        options=_options(precision, stages, group_m, cluster), arches=(ARCH,), name=f"wgmma-{precision}-main",
+    )
+
+
+def tail_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
+                cluster: int = CLUSTER) -> CudaKernel:
+    """gemm_wgmma_tail (the path for shapes TMA cannot take) as a CudaKernel."""
+    return CudaKernel(
+        source="wgmma.cu", entry="gemm_wgmma_tail", block=(256,), tile=(TAIL_TILE, TAIL_TILE),
+        precision=precision, min_cc=(9, 0), options=_options(precision, stages, group_m, cluster),
+        arches=(ARCH,), name=f"wgmma-{precision}-tail",
+    )
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuda.h), for cuOccupancyMaxActiveClusters."""
+
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+                ("numAttrs", ctypes.c_uint)]
+
+
+class _Driver:
+    """The two driver entry points the launcher needs, through ctypes."""
+
+    def __init__(self) -> None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        self.encode = lib.cuTensorMapEncodeTiled
+        self.encode.restype = ctypes.c_int
+        self.encode.argtypes = [
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+            ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
+            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+        ]
+        self.launch = lib.cuLaunchKernel
+        self.launch.restype = ctypes.c_int
+        self.launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+        self.max_active_clusters = lib.cuOccupancyMaxActiveClusters
+        self.max_active_clusters.restype = ctypes.c_int
+        self.max_active_clusters.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p,
+                                             ctypes.POINTER(_LaunchConfig)]
+        self._error_name = lib.cuGetErrorName
+        self._error_name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+
+    def check(self, status: int, what: str) -> None:
+        if status:
+            name = ctypes.c_char_p()
+            self._error_name(status, ctypes.byref(name))
+            raise RuntimeError(f"{what} failed: {(name.value or b'?').decode()} ({status})")
+
+
+class TensorMap:
+    """A CUtensorMap for a row-major (rows, cols) matrix of 2-byte elements read in
+    (box_rows, box_cols) boxes, 128-byte swizzled, zeros outside the matrix."""
+
+    def __init__(self, driver: _Driver, ptr: int, rows: int, cols: int, box_rows: int, box_cols: int,
+                 precision: str):
+        self._raw = ctypes.create_string_buffer(128 + 64)
+        self.address = (ctypes.addressof(self._raw) + 63) & ~63   # CUtensorMap is 64-byte aligned
+        dims = (ctypes.c_uint64 * 2)(cols, rows)                  # innermost first
+        strides = (ctypes.c_uint64 * 1)(cols * 2)                 # bytes between rows
+        box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
+        unit = (ctypes.c_uint32 * 2)(1, 1)
+        driver.check(driver.encode(self.address, _DTYPE[precision], 2, ptr, dims, strides, box, unit, 0,
+                                   _SWIZZLE_128B, _L2_PROMOTION_256B, _OOB_FILL_ZERO),
+                     f"cuTensorMapEncodeTiled({rows} x {cols}, box {box_rows} x {box_cols})")
+
+
+class WgmmaLauncher:
+    """Writes ``a @ b`` into ``c`` (CuPy arrays, a (M, K) and b (K, N) as float16 or bf16 bit
+    patterns in uint16, c (M, N) float32) with gemm_wgmma, or gemm_wgmma_tail where TMA cannot."""
+
+    def __init__(self, precision: str, stages: int = STAGES, group_m: int = GROUP_M, cluster: int = CLUSTER):
+        self.precision, self.stages, self.group_m, self.cluster = precision, stages, group_m, cluster
+        self._loaded: dict[int, tuple[Any, Any, int]] = {}   # device -> (main, tail, clusters at once)
+        self._maps: dict[tuple, TensorMap] = {}
+        self._driver: _Driver | None = None
+
+    def _functions(self) -> tuple[Any, Any, int]:
+        import tempfile
+        from pathlib import Path
+
+        import cupy
+
+        from pytest_gemm.kernels.compiler import compile_for_arch
+
+        device = cupy.cuda.Device()
+        if device.id not in self._loaded:
+            cc = device.compute_capability
+            if cc != "90":
+                raise RuntimeError(f"wgmma-{self.precision} is built for {ARCH}: it runs on compute "
+                                   f"capability 9.0 only, and this GPU is {cc[:-1]}.{cc[-1]}")
+            functions = []
+            build = (self.precision, self.stages, self.group_m, self.cluster)
+            for kernel in (main_kernel(*build), tail_kernel(*build)):
+                compiled = compile_for_arch(kernel, ARCH)
+                path = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{kernel.entry}.cubin"
+                path.write_bytes(compiled.code)
+                module = cupy.RawModule(path=str(path))
+                functions.append((module, module.get_function(compiled.lowered_name)))
+            main = functions[0][1]
+            main.max_dynamic_shared_size_bytes = smem_bytes(self.stages)
+            self._modules = functions
+            self._driver = self._driver or _Driver()
+            self._loaded[device.id] = (main, functions[1][1], self._clusters_at_once(main, device))
+        return self._loaded[device.id]
+
+    def _clusters_at_once(self, main: Any, device: Any) -> int:
+        """How many blocks (clusters of blocks) run at once: the persistent grid's size. Clusters
+        must fit inside one GPC, so with clusters of 2 an odd SM out per GPC stays idle."""
+        sms = int(device.attributes["MultiProcessorCount"])
+        if self.cluster == 1:
+            return sms
+        assert self._driver is not None
+        config = _LaunchConfig(sms - sms % self.cluster, 1, 1, THREADS, 1, 1, smem_bytes(self.stages), None, None, 0)
+        count = ctypes.c_int(0)
+        if self._driver.max_active_clusters(ctypes.byref(count), main.kernel.ptr, ctypes.byref(config)) \
+                or count.value < 1:
+            return sms // self.cluster  # the query failed: assume every SM takes part
+        return count.value
+
+    def _map(self, ptr: int, rows: int, cols: int, box_rows: int, box_cols: int) -> TensorMap:
+        key = (ptr, rows, cols, box_rows, box_cols)
+        found = self._maps.get(key)
+        if found is None:
+            if len(self._maps) >= 64:
+                self._maps.clear()
+            assert self._driver is not None
+            found = self._maps[key] = TensorMap(self._driver, ptr, rows, cols, box_rows, box_cols, self.precision)
+        return found
+
+    def __call__(self, a: Any, b: Any, c: Any) -> None:
+        import cupy
+        import numpy as np
+
+        m, k = a.shape
+        k2, n = b.shape
+        if k2 != k or tuple(c.shape) != (m, n) or a.dtype.itemsize != 2 or b.dtype.itemsize != 2 \
+                or c.dtype != np.float32:
+            raise ValueError(f"wgmma-{self.precision}: expects a (M, K), b (K, N) of 2-byte elements and "
+                             f"c (M, N) float32; got {a.shape} {a.dtype}, {b.shape} {b.dtype}, {c.shape} {c.dtype}")
+        if not (a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous):
+            raise ValueError(f"wgmma-{self.precision}: a, b and c must be C-contiguous")
+        if m == 0 or n == 0:
+            return
+        main, tail, at_once = self._functions()
+        stream = cupy.cuda.get_current_stream()
+        tma_ok = k % 8 == 0 and n % 8 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
+        if not tma_ok:
+            grid = (-(-n // TAIL_TILE), -(-m // TAIL_TILE), 1)
+            tail(grid, (256, 1, 1), (a, b, c, np.int32(m), np.int32(n), np.int32(k)), stream=stream)
+            return
+        map_a = self._map(a.data.ptr, m, k, BM, BK)
+        map_b = self._map(b.data.ptr, k, n, BK, B_BOX)
+        blocks = self.cluster * min(_items(m, n, self.cluster), at_once)
+        c_ptr = ctypes.c_uint64(c.data.ptr)
+        dims = [ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
+        params = (ctypes.c_void_p * 6)(map_a.address, map_b.address, ctypes.addressof(c_ptr),
+                                       *(ctypes.addressof(v) for v in dims))
+        assert self._driver is not None
+        self._driver.check(
+            self._driver.launch(main.kernel.ptr, blocks, 1, 1, THREADS, 1, 1, smem_bytes(self.stages),
+                                stream.ptr, params, None),
+            f"cuLaunchKernel(gemm_wgmma, {m} x {n} x {k})")
+
+
+_LAUNCHERS: dict[str, WgmmaLauncher] = {}
+
+
+def launch(precision: str, a: Any, b: Any, c: Any) -> None:
+    """``c = a @ b`` with the default build of the rung for ``precision`` (fp16 or bf16)."""
+    if precision not in _LAUNCHERS:
+        _LAUNCHERS[precision] = WgmmaLauncher(precision)
+    _LAUNCHERS[precision](a, b, c)
+
+
+__all__ = ["WgmmaLauncher", "TensorMap", "main_kernel", "tail_kernel", "smem_bytes", "launch",
+           "ARCH", "STAGES", "GROUP_M", "CLUSTER"]

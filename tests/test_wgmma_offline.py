@@ -1,0 +1,131 @@
+"""The Hopper rung (wgmma-fp16, wgmma-bf16) with no GPU.
+
+The rung is a Python launcher (its TMA tensor maps are built on the host), so the
+conformance suite's compile check, which compiles CudaKernels, does not see its CUDA C.
+Here: both entries of reference_kernels/wgmma.cu compile with NVRTC for sm_90a at every
+build the launcher uses, with no spills and no stack frame, hold the instructions the rung is
+about (wgmma, TMA, mbarriers, setmaxnreg), and fit one block per SM; the declarations claim
+sm_90a only, and are skipped with the reason on every other compute capability.
+"""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import reference_kernels
+from pytest_gemm.model.contract import PyKernel, unsupported_reason
+from reference_kernels import wgmma
+
+SMEM_PER_BLOCK_OPTIN = 227 * 1024  # sm_90
+BUILDS = [(precision, stages, cluster) for precision in ("fp16", "bf16") for stages in (3, wgmma.STAGES)
+          for cluster in (1, 2)]
+
+
+def _nvrtc_missing() -> str | None:
+    try:
+        from cuda.bindings import nvrtc  # noqa: F401
+    except ImportError:
+        return "NVRTC is not installed (no cuda.bindings); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
+    return None
+
+
+needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("precision,stages,cluster", BUILDS, ids=[f"{p}-s{s}-c{c}" for p, s, c in BUILDS])
+@pytest.mark.parametrize("which", ["main", "tail"])
+def test_compiles_for_sm90a_without_spills(precision: str, stages: int, cluster: int, which: str) -> None:
+    from pytest_gemm.kernels.compiler import compile_for_arch
+
+    make = wgmma.main_kernel if which == "main" else wgmma.tail_kernel
+    result = compile_for_arch(make(precision, stages, wgmma.GROUP_M, cluster), "sm_90a")
+    res = result.resources
+    assert res.spills == 0 and res.stack_frame == 0, f"{result.kernel_name}: {res}"
+    if which == "main":
+        # 384 threads, one block per SM: the launch cap is 65536 / 384 = 170, rounded to 168.
+        assert 0 < res.registers <= 168, res
+    assert "warning" not in result.log.lower() or "wgmma" not in result.log.lower(), result.log
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_ptx_has_the_hopper_instructions(precision: str) -> None:
+    from pytest_gemm.kernels.compiler import compile_for_arch
+
+    ptx = compile_for_arch(wgmma.main_kernel(precision), "sm_90a", output="ptx").code.decode()
+    kind = "f16" if precision == "fp16" else "bf16"
+    assert f"wgmma.mma_async.sync.aligned.m64n256k16.f32.{kind}.{kind}" in ptx
+    for instruction in ("cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
+                        "setmaxnreg.inc.sync.aligned.u32 232", "setmaxnreg.dec.sync.aligned.u32 40",
+                        "wgmma.wait_group.sync.aligned 1"):
+        assert instruction in ptx, instruction
+    assert ".target sm_90a" in ptx
+    assert "multicast" not in ptx and "reqnctapercluster" not in ptx, "the default build uses no clusters"
+
+
+@needs_nvrtc
+def test_cluster_build_multicasts_b() -> None:
+    from pytest_gemm.kernels.compiler import compile_for_arch
+
+    kernel = wgmma.main_kernel("fp16", wgmma.STAGES, wgmma.GROUP_M, 2)
+    ptx = compile_for_arch(kernel, "sm_90a", output="ptx").code.decode()
+    assert ".reqnctapercluster 2, 1, 1" in ptx
+    assert ptx.count("complete_tx::bytes.multicast::cluster") >= 1
+    assert "mapa.shared::cluster" in ptx and "barrier.cluster.wait" in ptx
+
+
+@needs_nvrtc
+def test_a_9_0_device_build_becomes_sm90a() -> None:
+    """The launch path compiles for the device's arch (sm_90); a kernel that claims sm_90a
+    is then built for sm_90a, since wgmma does not assemble for plain sm_90."""
+    from pytest_gemm.kernels.compiler import compile_for_arch
+
+    assert compile_for_arch(wgmma.tail_kernel(), "sm_90").arch == "sm_90a"
+
+
+@pytest.mark.parametrize("stages", [3, 4])
+def test_one_block_fits_an_sm(stages: int) -> None:
+    assert wgmma.smem_bytes(stages) <= SMEM_PER_BLOCK_OPTIN
+    assert wgmma.smem_bytes(stages) == stages * 48 * 1024 + 16 * stages + 1024
+
+
+def test_declarations() -> None:
+    assert reference_kernels.HOPPER_RUNGS == [reference_kernels.wgmma_fp16, reference_kernels.wgmma_bf16]
+    for rung, precision in zip(reference_kernels.HOPPER_RUNGS, ("fp16", "bf16")):
+        assert isinstance(rung, PyKernel)
+        rung.validate()
+        assert rung.precision == precision
+        assert tuple(rung.min_cc) == (9, 0) and tuple(rung.arches) == ("sm_90a",)
+        assert tuple(rung.multiple_of) == (1, 1, 1), "every rung handles any M, N, K >= 1"
+        assert rung in reference_kernels.LADDER
+    for make in (wgmma.main_kernel, wgmma.tail_kernel):
+        kernel = make()
+        kernel.validate()
+        assert kernel.claimed_arches() == ("sm_90a",)
+        assert all(opt.startswith("-D") for opt in kernel.options), "parameters reach the source as -D options"
+
+
+@pytest.mark.parametrize("cc", [(7, 5), (8, 0), (8, 6), (8, 9), (10, 0), (12, 0)])
+def test_skipped_off_9_0_with_the_reason(cc: tuple[int, int]) -> None:
+    for rung in reference_kernels.HOPPER_RUNGS:
+        reason = unsupported_reason(rung, cc)
+        assert reason is not None and rung.name in reason and f"{cc[0]}.{cc[1]}" in reason
+        assert ("sm_90a" in reason) == (cc >= (9, 0)), reason  # below 9.0 min_cc speaks first
+
+
+def test_claimed_on_9_0() -> None:
+    for rung in reference_kernels.HOPPER_RUNGS:
+        assert unsupported_reason(rung, (9, 0)) is None
+    # Kernels that claim no arch-specific target keep the min_cc rule alone.
+    assert unsupported_reason(reference_kernels.mma_fp16, (10, 0)) is None
+    assert unsupported_reason(reference_kernels.cublas_fp16, (9, 0)) is None
+
+
+def test_importing_the_launcher_touches_no_cuda() -> None:
+    code = ("import sys, reference_kernels, reference_kernels.wgmma; "
+            "assert 'cupy' not in sys.modules, 'cupy imported'")
+    import subprocess
+
+    subprocess.run([sys.executable, "-c", code], check=True)
