@@ -35,6 +35,8 @@ from reference_kernels import candidates
 
 from suite_helpers import load_declarations
 
+pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm_nvrtc)
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "perf_candidates.py"
 REQUIRED_ARCHES = ("sm_80", "sm_90")

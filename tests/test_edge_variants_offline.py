@@ -25,6 +25,8 @@ from pytest_gemm.model.contract import CudaKernel
 
 from suite_helpers import load_declarations
 
+pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm_nvrtc)
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "edge_cost.py"
 ARCHES = ("sm_80", "sm_90")

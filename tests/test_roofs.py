@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gemm.measure import roofs
+from pytest_gemm.measure import roof_bench, roofs
 from pytest_gemm.measure.roofs import (CHAINS, MEASURED_HEADROOM, UNROLL, Ceilings, below_memory_floor, calibrated_iterations,
                                ceilings, combine_roofs, compulsory_bytes, copy_bytes, copy_gb_s, fma_blocks, fma_flops,
                                impossible_timing, measured_tflops, memory_peak_gb_s, rate_tflops, reported_roof,
@@ -196,10 +196,10 @@ def test_measurements_from_several_sandboxes_combine_to_their_median():
 
 def test_measured_roofs_are_measured_once_per_device_and_failures_are_kept(monkeypatch):
     calls = []
-    monkeypatch.setattr(roofs, "_MEASURED", {})
-    monkeypatch.setattr(roofs, "_measure_fma", lambda device: calls.append("fma") or 55.0)
-    monkeypatch.setattr(roofs, "_measure_copy", lambda device: calls.append("copy") or 4400.0)
-    monkeypatch.setattr(roofs, "_free_memory", lambda: None)
+    monkeypatch.setattr(roof_bench, "_MEASURED", {})
+    monkeypatch.setattr(roof_bench, "_measure_fma", lambda device: calls.append("fma") or 55.0)
+    monkeypatch.setattr(roof_bench, "_measure_copy", lambda device: calls.append("copy") or 4400.0)
+    monkeypatch.setattr(roof_bench, "_free_memory", lambda: None)
 
     def cublas(device, precision):
         calls.append(precision)
@@ -207,15 +207,15 @@ def test_measured_roofs_are_measured_once_per_device_and_failures_are_kept(monke
             raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED")
         return {"fp16": 600.0, "tf32": 300.0}[precision]
 
-    monkeypatch.setattr(roofs, "_measure_cublas", cublas)
-    first = roofs.measured_roofs(H200)
+    monkeypatch.setattr(roof_bench, "_measure_cublas", cublas)
+    first = roof_bench.measured_roofs(H200)
     assert first["tflops"] == {"fp32": 55.0, "fp16": 600.0, "tf32": 300.0} and first["memory_gb_s"] == 4400.0
     assert "CUBLAS_STATUS_NOT_SUPPORTED" in first["errors"]["bf16"]
     assert first["theoretical_tflops"]["fp32"] == pytest.approx(roof_tflops(H200, "fp32"))
     assert set(first["methods"]) == {"fp32", "fp16", "bf16", "tf32", "memory"}
-    assert roofs.measured_roofs(H200) is first and calls == ["fma", "fp16", "bf16", "tf32", "copy"]
+    assert roof_bench.measured_roofs(H200) is first and calls == ["fma", "fp16", "bf16", "tf32", "copy"]
     json.dumps(first)
-    roofs.measured_roofs(T4)  # another device: measured again, fp16 only below sm_80
+    roof_bench.measured_roofs(T4)  # another device: measured again, fp16 only below sm_80
     assert calls[5:] == ["fma", "fp16", "copy"]
 
 
@@ -225,7 +225,7 @@ def test_a_failed_measurement_leaves_the_speed_check_the_theoretical_peak(monkey
     def broken(device):
         raise RuntimeError("no cuda")
 
-    monkeypatch.setattr(roofs, "measured_roofs", broken)
+    monkeypatch.setattr(roof_bench, "measured_roofs", broken)
     assert process_roofs(H200)["errors"]["all"] == "RuntimeError: no cuda"
     assert process_roofs(H200, measure=False) == {}
     assert reported_roof("fp32", process_roofs(H200), 66.9) == (66.9, "theoretical")
@@ -294,7 +294,7 @@ def _speed_check(monkeypatch, shape, kernel_ms, precision="fp32"):
     from pytest_gemm.checks import speed as performance
 
     monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=SimpleNamespace(Stream=SimpleNamespace(null=_NullStream()))))
-    monkeypatch.setattr(roofs, "measured_roofs", lambda device: MEASURED)
+    monkeypatch.setattr(roof_bench, "measured_roofs", lambda device: MEASURED)
     monkeypatch.setattr(performance, "problems_for", lambda precision, shape: ["inputs"])
     flops = 2.0 * shape[0] * shape[1] * shape[2]
     monkeypatch.setattr(performance, "timed_run", lambda h, s, b, p=None: (_timing(kernel_ms, flops), lambda: None))

@@ -25,6 +25,7 @@ def test_a_kernel_that_skips_the_first_k_term_has_one_root_cause_wrong_values():
     assert v.status == "failed" and v.primary_category == "wrong_values"
     assert v.diagnosis == "the K loop skips the first term" and v.primary_check == "exact 64x64x64"
     assert [c.split(":")[0] for c in v.consequences] == ["accuracy", "speed"]
+    assert "precision_too_low" not in v.consequences[0]  # not a finding: the exact checks show a logic error
 
 
 def test_a_race_explains_wrong_values_and_unwritten_elements():
@@ -77,7 +78,8 @@ def test_a_tutorial_epilogue_fails_only_beta_zero_and_is_still_ranked():
     assert kernel_results([]) == {}
     from pytest_gemm.outputs.records import KernelResult
 
-    assert not timing_trusted(KernelResult("k", "fp32", checks))  # a failed correctness check: not ranked
+    assert timing_trusted(KernelResult("k", "fp32", checks))  # right on finite C: ranked
+    assert not timing_trusted(KernelResult("k", "fp32", checks + [fail("exact", "wrong_values")]))
 
 
 def test_declared_reads_c_passes_with_a_note():
@@ -100,3 +102,51 @@ def test_a_speed_gate_does_not_untrust_a_timing_but_a_stale_output_does():
     stale = KernelResult("k", "fp32", [rec("exact"), fail("speed", "stale_output")])
     assert timing_trusted(gate) and not timing_trusted(stale)
     assert gate.verdict.primary_category is None and gate.verdict.diagnosis == "runs at 0.1 of cuBLAS"
+
+
+def test_a_kernel_reading_c_at_beta_zero_is_ranked_marked_and_on_the_leaderboard():
+    from pytest_gemm.grading.gradescope import build_results
+    from pytest_gemm.outputs.report import ranking_rows
+
+    timing = {"median_ms": 2.0, "min_ms": 2.0, "spread": 0.0, "tflops": 20.0, "shape": [64, 64, 64]}
+    records = [dict(kernel="tut", precision="fp32", check="exact", shape=[8, 8, 8], params={}, outcome="passed"),
+               dict(kernel="tut", precision="fp32", check="beta_zero", shape=[8, 8, 8], params={}, outcome="failed",
+                    category="beta_zero_reads_c", message="[beta_zero_reads_c] with beta == 0 the kernel read C"),
+               dict(kernel="tut", precision="fp32", check="speed", shape=[64, 64, 64], params={}, outcome="passed",
+                    timing=timing, fraction_of_cublas=0.5)]
+    ranked, unranked = ranking_rows(records)
+    assert [r[1] for r in ranked] == ["tut (reads C when beta == 0)"] and unranked == []
+    results = build_results(records)
+    assert results["leaderboard"][0]["value"] == 20.0
+    assert results["extra_data"]["pytest_gemm"]["primary_category"] == "beta_zero_reads_c"
+
+
+def test_an_unreadable_clock_is_reported_not_silent():
+    from types import SimpleNamespace
+
+    from pytest_gemm.kernels.device import describe
+
+    props = {"name": b"GPU", "major": 9, "minor": 0, "multiProcessorCount": 132, "sharedMemPerBlock": 49152}
+
+    def refuse(attr, index):
+        raise RuntimeError("cudaErrorNotSupported")
+
+    runtime = SimpleNamespace(getDeviceProperties=lambda i: props, deviceGetAttribute=refuse)
+    import sys
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(runtime=runtime))
+    saved = sys.modules.get("cupy")
+    sys.modules["cupy"] = fake
+    try:
+        device = describe(0)
+    finally:
+        if saved is None:
+            del sys.modules["cupy"]
+        else:
+            sys.modules["cupy"] = saved
+    assert device.clock_mhz == 0 and any("SM clock rate could not be read" in w for w in device.warnings)
+    from pytest_gemm.outputs.report import summary_lines
+
+    records = [{"kernel": "k", "check": "speed", "outcome": "passed", "device_warnings": list(device.warnings)}]
+    text = "\n".join(summary_lines(SimpleNamespace(results=records), None))
+    assert "device: the SM clock rate could not be read" in text

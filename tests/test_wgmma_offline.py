@@ -17,6 +17,8 @@ import reference_kernels
 from pytest_gemm.model.contract import PyKernel, unsupported_reason
 from reference_kernels import wgmma
 
+pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm_nvrtc)
+
 SMEM_PER_BLOCK_OPTIN = 227 * 1024  # sm_90
 BUILDS = [(precision, stages, cluster) for precision in ("fp16", "bf16") for stages in (3, wgmma.STAGES)
           for cluster in (1, 2)]

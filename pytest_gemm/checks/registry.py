@@ -56,7 +56,7 @@ CHECKS: tuple[Check, ...] = (
           shapes=((64, 64, 64),), categories=(cat.TIMING_ESCAPE, *_CUDA)),
     Check("exact", "bit-identical to the float64 reference on exact-integer inputs, on every shape it claims",
           "exact", shapes=C.EXACT_SHAPES, weight=40, categories=(cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, *_CUDA)),
-    Check("coverage", "C is poisoned before every launch and every element is written", "coverage",
+    Check("coverage", "C is filled with a sentinel before every launch and every element is written", "coverage",
           shapes=C.EDGE_SHAPES, weight=10, categories=(cat.UNWRITTEN_OUTPUT, *_CUDA)),
     Check("guards", "nothing written outside C (guard bands) and A, B unchanged", "guards",
           shapes=C.EDGE_SHAPES, weight=10, categories=(cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA)),

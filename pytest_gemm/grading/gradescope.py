@@ -266,7 +266,9 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
     if submission is not None:
         result_of = results.get(submission)
         verdict = result_of.verdict if result_of is not None else None
-        correct = verdict is not None and verdict.status == "passed" and timing_trusted(result_of)
+        blas_rule_only = verdict is not None and verdict.primary_category == "beta_zero_reads_c" \
+            and not verdict.consequences
+        correct = verdict is not None and (verdict.status == "passed" or blas_rule_only) and timing_trusted(result_of)
         categories = [verdict.primary_category or "failed"] if verdict is not None and verdict.status == "failed" else []
         extra["correct"], extra["failure_categories"] = correct, categories
         if verdict is not None:

@@ -28,6 +28,7 @@ class GemmDevice:
     memory_clock_mhz: float
     memory_bus_width: int
     total_memory: int
+    warnings: tuple[str, ...] = ()  # what could not be read, and what that costs
 
     @property
     def arch(self) -> str:
@@ -49,11 +50,21 @@ _ATTR_MEMORY_CLOCK_RATE = 36
 _ATTR_MEMORY_BUS_WIDTH = 37
 
 
-def _attribute(runtime: Any, attr: int, index: int) -> int:
+_ATTR_NAMES = {_ATTR_CLOCK_RATE: "SM clock rate", _ATTR_MEMORY_CLOCK_RATE: "memory clock rate",
+               _ATTR_MEMORY_BUS_WIDTH: "memory bus width"}
+
+
+def _attribute(runtime: Any, attr: int, index: int, unread: list[str]) -> int:
+    """The attribute, or 0 with the reason added to ``unread`` (reported, never silent: without
+    the clocks the theoretical peaks are unknown and only the measured roofs judge a timing)."""
     try:
-        return int(runtime.deviceGetAttribute(attr, index))
-    except Exception:
+        value = int(runtime.deviceGetAttribute(attr, index))
+    except Exception as exc:  # noqa: BLE001
+        unread.append(f"the {_ATTR_NAMES[attr]} could not be read ({type(exc).__name__}: {exc})")
         return 0
+    if value <= 0:
+        unread.append(f"the driver reports a {_ATTR_NAMES[attr]} of {value}")
+    return value
 
 
 def describe(index: int = 0) -> GemmDevice:
@@ -63,9 +74,10 @@ def describe(index: int = 0) -> GemmDevice:
     props = runtime.getDeviceProperties(index)
     name = props.get("name", b"")
     name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
-    clock = props.get("clockRate") or _attribute(runtime, _ATTR_CLOCK_RATE, index)
-    mem_clock = props.get("memoryClockRate") or _attribute(runtime, _ATTR_MEMORY_CLOCK_RATE, index)
-    bus = props.get("memoryBusWidth") or _attribute(runtime, _ATTR_MEMORY_BUS_WIDTH, index)
+    unread: list[str] = []
+    clock = props.get("clockRate") or _attribute(runtime, _ATTR_CLOCK_RATE, index, unread)
+    mem_clock = props.get("memoryClockRate") or _attribute(runtime, _ATTR_MEMORY_CLOCK_RATE, index, unread)
+    bus = props.get("memoryBusWidth") or _attribute(runtime, _ATTR_MEMORY_BUS_WIDTH, index, unread)
     return GemmDevice(
         index=index,
         name=name,
@@ -82,6 +94,8 @@ def describe(index: int = 0) -> GemmDevice:
         memory_clock_mhz=mem_clock / 1000.0,
         memory_bus_width=int(bus),
         total_memory=int(props.get("totalGlobalMem", 0)),
+        warnings=tuple(w + ": the theoretical peaks that need it are unknown, so only the roofs measured in "
+                       "this process judge whether a timing is possible" for w in unread),
     )
 
 

@@ -9,7 +9,9 @@ nothing the launcher puts on that stream can start. If C changes while the strea
 still held, the launcher ran work elsewhere (its own stream, the legacy default
 stream, another thread). A launcher that waits for its own work (synchronizes the
 current stream or the device) would wait for the hold: a watchdog releases it after
-``RELEASE_S`` and the probe then says nothing either way.
+``RELEASE_S`` and the probe then says nothing either way. So does a launcher whose kernels
+are loaded for the first time while the stream is held (lazy module loading waits for the
+hold): the launch check runs the launcher once before the probe, so its kernels are loaded.
 """
 from __future__ import annotations
 
@@ -45,6 +47,16 @@ def run_held(arch: str, launch: Callable[[], None], c: Any) -> str | None:
         side = cupy.cuda.Stream(non_blocking=True)
         cupy.cuda.runtime.deviceSynchronize()
         before = c.copy()
+
+        def changed_now() -> bool:
+            with side:
+                differs = bool((c.view(cupy.uint32) != before.view(cupy.uint32)).any())
+            side.synchronize()
+            return differs
+
+        # Load the comparison's kernels now: with lazy module loading, loading a module while
+        # the hold spins waits for it, and the watch below would see nothing until the release.
+        changed_now()
         cupy.cuda.runtime.deviceSynchronize()
         _hold_function(arch)((1,), (1,), (cupy.uint64(device_ptr),), stream=held)
         released = threading.Event()
@@ -62,9 +74,7 @@ def run_held(arch: str, launch: Callable[[], None], c: Any) -> str | None:
             changed = False
             deadline = time.monotonic() + WATCH_S
             while not waited and not changed and time.monotonic() < deadline:
-                with side:
-                    changed = bool((c.view(cupy.uint32) != before.view(cupy.uint32)).any())
-                side.synchronize()
+                changed = changed_now()
                 if not changed:
                     time.sleep(0.01)
             still_held = not released.is_set()

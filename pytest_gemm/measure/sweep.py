@@ -25,8 +25,7 @@ report and the plot draw) run on plain records and are unit-tested with no GPU.
 from __future__ import annotations
 
 import random
-import statistics
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..model.shapes import Shape, parse_shape, shape_str
 
@@ -36,7 +35,7 @@ EXAMPLE = "--gemm-sweep 512,1024,2048,4096 or --gemm-sweep 1000x64x300,4096"
 
 ENTRY_KEYS = ("shape", "median_ms", "tflops", "fraction_of_cublas", "spread", "cublas_median_ms", "cublas_tflops")
 
-_PRECISION_ORDER = {"fp32": 0, "tf32": 1, "fp16": 2, "bf16": 3}
+PRECISION_ORDER = {"fp32": 0, "tf32": 1, "fp16": 2, "bf16": 3}
 
 def parse_sweep(text: str) -> list[Shape]:
     """``"512,1024,1000x64x300"`` -> [(512, 512, 512), (1024, 1024, 1024), (1000, 64, 300)];
@@ -114,4 +113,4 @@ def report_entries(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def is_cublas(name: str) -> bool:
     """A cuBLAS baseline of the reference ladder (``cublas-fp32`` ...)."""
-    return str(name) in {f"cublas-{p}" for p in _PRECISION_ORDER}
+    return str(name) in {f"cublas-{p}" for p in PRECISION_ORDER}

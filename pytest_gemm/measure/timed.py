@@ -113,10 +113,10 @@ def time_cublas(precision: str, shape: Shape, device: Any, budget_s: float,
 
 
 def process_roofs(device: Any, measure: bool = True) -> dict[str, Any]:
-    """This process's measured roofs (``roofs.measured_roofs``, cached), or {} when not measured."""
+    """This process's measured roofs (``roof_bench.measured_roofs``, cached), or {} when not measured."""
     if not measure:
         return {}
-    from .roofs import measured_roofs
+    from .roof_bench import measured_roofs
 
     try:
         return measured_roofs(device)
@@ -129,9 +129,12 @@ def roof_facts(device: Any, precision: str, timing: TimingResult, measured: dict
     the fraction of the measured roof (of the peak when none was measured) and which one."""
     peak = roof_tflops(device, precision)
     roof, kind = reported_roof(precision, measured, peak)
-    return {"roof_tflops": peak, "measured_roof_tflops": roof if kind == "measured" else None,
-            "roof_kind": kind, "fraction_of_roof": timing.tflops / roof if roof else None,
-            "roofs": measured or None}
+    facts = {"roof_tflops": peak, "measured_roof_tflops": roof if kind == "measured" else None,
+             "roof_kind": kind, "fraction_of_roof": timing.tflops / roof if roof else None,
+             "roofs": measured or None}
+    if getattr(device, "warnings", ()):
+        facts["device_warnings"] = list(device.warnings)
+    return facts
 
 
 def reject_escaped_work(timing: TimingResult, limits: Any, precision: str, where: str = "") -> None:

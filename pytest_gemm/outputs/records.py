@@ -195,11 +195,13 @@ def _consequences(failed: Sequence[CheckRecord], category: str | None) -> list[s
     the root cause's own category are the same finding at other shapes)."""
     by_check: dict[str, list[CheckRecord]] = {}
     for r in sorted(failed, key=_order):
-        if r.category != category or category is None and r.category is not None:
+        if r.category != category:
             by_check.setdefault(r.check, []).append(r)
     lines = []
     for check, rs in by_check.items():
-        cats = sorted({r.category or "failed" for r in rs})
+        # a precision finding that the verdict did not accept is shown as what it is: wrong values
+        cats = sorted({(cat.WRONG_VALUES if r.category == cat.PRECISION_TOO_LOW else r.category) or "failed"
+                       for r in rs})
         what = f"{len(rs)} case{'s' if len(rs) > 1 else ''}" if len(rs) > 1 or rs[0].shape else "failed"
         lines.append(f"{check}: {what} ({', '.join(cats)}), first {rs[0].where}")
     return lines
@@ -247,8 +249,11 @@ def timing_trusted(result: KernelResult) -> bool:
     """A kernel's timings may be ranked when no correctness check failed and no timed check
     found its timing untrustworthy (work escaping the timed region, a stale output). A speed
     gate (``--gemm-min-cublas-fraction``) or a sweep that ran out of time does not make the
-    speed check's timing untrustworthy."""
+    speed check's timing untrustworthy, and neither does reading C at beta == 0 (the kernel is
+    right on finite C; it is ranked, marked)."""
     for r in result.checks:
+        if r.failed and r.category == cat.BETA_ZERO_READS_C:
+            continue  # BLAS's beta == 0 rule alone: every other check ran on finite C and passed
         if r.failed and (r.check not in TIMED_CHECKS or r.category in UNTRUSTED_TIMING):
             return False
     return True

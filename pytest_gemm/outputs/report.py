@@ -66,7 +66,9 @@ def ranking_rows(records: list[dict[str, Any]]) -> tuple[list[list[Any]], list[l
             continue
         for r in result.timed:
             t = _timing_entry(r)
+            reads_c = result.verdict.primary_category == "beta_zero_reads_c"
             label = result.name + (" (ladder)" if result.ladder else "") \
+                + (" (reads C when beta == 0)" if reads_c else "") \
                 + (" (GPU shared with another worker)" if t.get("gpu_shared") else "")
             ranked.append([label, result.precision, "x".join(map(str, t["shape"] or [])), t["median_ms"],
                            t["spread"], t["tflops"], t["fraction_of_cublas"], t["fraction_of_roof"],
@@ -129,6 +131,7 @@ def summary_lines(st: Any, config: Any) -> list[str]:
     table = compile_table(records) + ranking_table(records) + sweep_table(records)
     roofs = roofs_summary(combine_roofs(r.get("roofs") for r in records))
     table += [roofs] if roofs else []
+    table += sorted({f"device: {w}" for r in records for w in r.get("device_warnings") or ()})
     failures = [r for r in records if r["outcome"] == "failed"]
     notes = list(getattr(st, "notes", None) or [])  # e.g. where --gemm-plot drew the ranking
     if not table and not failures and not notes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
-from ..measure.sweep import _PRECISION_ORDER, by_size, flops_of, is_cublas, size_label
+from ..measure.sweep import PRECISION_ORDER, by_size, flops_of, is_cublas, size_label
 from ..model.shapes import Shape
 
 def _failed_kernels(records: Sequence[dict[str, Any]]) -> set[str]:
@@ -37,7 +37,7 @@ def sweep_series(records: Sequence[dict[str, Any]]) -> tuple[list[Shape], list[d
             if e.get("cublas_median_ms"):
                 beside.setdefault(precision, {}).setdefault(shape, []).append(e)  # type: ignore[arg-type]
     covered = {s["precision"] for s in series if s["cublas"]}
-    for precision, at in sorted(beside.items(), key=lambda kv: _PRECISION_ORDER.get(kv[0], 9)):
+    for precision, at in sorted(beside.items(), key=lambda kv: PRECISION_ORDER.get(kv[0], 9)):
         if precision in covered:
             continue
         points = {}

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ..model.contract import GemmKernel
+from ..model.shapes import Shape
 
 RESULT_PROPERTY = "gemm_result"
 GRADED_PROPERTY = "gemm_graded"  # a user test with gemm_weight / gemm_visibility markers

@@ -1,0 +1,144 @@
+"""What a wrong output is, when it is one whole-result mistake: transposed, shifted, a K loop
+that misses terms, A@B of inputs rounded to a lower precision, a constant factor. Pure numpy
+(judges/diagnose.py uses it)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .sentinels import fmt_value
+
+INPUT_CHECK_LIMIT = 2 ** 31  # M*N*K above which re-multiplying A and B on the host takes too long
+
+
+def _matches(got: np.ndarray, cand: np.ndarray, written: np.ndarray) -> bool:
+    """``got`` equals the float32 rounding of ``cand`` wherever the kernel wrote."""
+    c32 = cand.astype(np.float32)
+    same = (got.view(np.uint32) == c32.view(np.uint32)) | (got == c32)
+    return bool(same[written].all())
+
+
+def value_pattern(got: np.ndarray, want: np.ndarray, bad: np.ndarray, written: np.ndarray,
+                   a64: np.ndarray | None, b64: np.ndarray | None) -> tuple[str, list[str]] | None:
+    """Recognise a whole-result mistake: transposed, shifted, K loop, transposed input, scaled, all zero."""
+    m, n = got.shape
+    if not written[bad].any():
+        return None
+    checks: list[tuple[Any, str, str]] = []
+    if m == n:
+        checks.append((lambda: want.T, "the result is transposed: C[i][j] holds the value for (j, i)",
+                       "row and column are swapped in the store (or the thread mapping): write C[row*N + col]"))
+    elif m > 1 and n > 1:
+        checks.append((lambda: want.T.reshape(m, n),
+                       "C is written column-major: the value for (i, j) is at flat index j*M + i",
+                       "C is row-major: write C[row*N + col], not C[col*M + row]"))
+    if n > 1:
+        checks.append((lambda: np.concatenate([got[:, :1], want[:, :-1]], axis=1),
+                       "the result is shifted one column to the right: C[i][j] holds the value for (i, j-1)",
+                       "an off-by-one in the column index of the store or of B"))
+        checks.append((lambda: np.concatenate([want[:, 1:], got[:, -1:]], axis=1),
+                       "the result is shifted one column to the left: C[i][j] holds the value for (i, j+1)",
+                       "an off-by-one in the column index of the store or of B"))
+    if m > 1:
+        checks.append((lambda: np.concatenate([got[:1], want[:-1]], axis=0),
+                       "the result is shifted one row down: C[i][j] holds the value for (i-1, j)",
+                       "an off-by-one in the row index of the store or of A"))
+        checks.append((lambda: np.concatenate([want[1:], got[-1:]], axis=0),
+                       "the result is shifted one row up: C[i][j] holds the value for (i+1, j)",
+                       "an off-by-one in the row index of the store or of A"))
+    if a64 is not None and b64 is not None and m * n * a64.shape[1] <= INPUT_CHECK_LIMIT:
+        checks.extend(_k_loop_checks(a64, b64))
+    for make, summary, hint in checks:
+        cand = make()
+        if cand is not None and not _matches(want, cand, written) and _matches(got, cand, written):
+            return summary, [hint]
+    return _scaled(got, want, written)
+
+
+def _k_loop_checks(a64: np.ndarray, b64: np.ndarray) -> list[tuple[Any, str, str]]:
+    k = a64.shape[1]
+    checks: list[tuple[Any, str, str]] = []
+    if a64.shape[0] == k:
+        checks.append((lambda: a64.T @ b64, "the kernel computes A^T @ B: A is read transposed",
+                       "A is M x K row-major: element (row, k) is A[row*K + k]"))
+    if b64.shape[1] == k:
+        checks.append((lambda: a64 @ b64.T, "the kernel computes A @ B^T: B is read transposed",
+                       "B is K x N row-major: element (k, col) is B[k*N + col]"))
+    if k >= 2:
+        checks.append((lambda: a64[:, :-1] @ b64[:-1], "the K loop stops one step early (K-1 terms summed)",
+                       f"loop over all K={k} terms: for (k = 0; k < K; ++k)"))
+        checks.append((lambda: a64[:, 1:] @ b64[1:], "the K loop skips the first term (it starts at k = 1)",
+                       "start the K loop at k = 0"))
+        depths: dict[int, list[int]] = {}
+        for depth in (2, 4, 8, 16, 32, 64, 128):
+            kept = k - k % depth
+            if 0 < kept < k - 1:
+                depths.setdefault(kept, []).append(depth)
+        for kept, ds in depths.items():
+            deep = ds[0] if len(ds) == 1 else ", ".join(map(str, ds[:-1])) + f" or {ds[-1]}"
+            checks.append((lambda kept=kept: a64[:, :kept] @ b64[:kept],
+                           f"the K loop sums only the first {kept} of K={k} terms: the last {k - kept} are dropped",
+                           f"K={k} is not a multiple of the K tile ({deep} deep): a K loop over whole tiles "
+                           "misses the partial last tile; loop ceil(K/tile) times and load 0 past K"))
+    return checks
+
+
+def _round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
+    """float32 values rounded to ``bits`` explicit mantissa bits (nearest, ties to even), as float64."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    drop = 23 - bits
+    half = np.uint64(1 << (drop - 1))
+    odd = (u >> np.uint64(drop)) & np.uint64(1)
+    u = (u + half - np.uint64(1) + odd) & ~np.uint64((1 << drop) - 1)
+    return u.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+_LOWER = (("fp16 or TF32 (10-bit mantissa)", lambda x: _round_mantissa(x, 10)),
+          ("bf16 (7-bit mantissa)", lambda x: _round_mantissa(x, 7)))
+
+
+def rounded_inputs(got: np.ndarray, want: np.ndarray, written: np.ndarray,
+                    a64: np.ndarray | None, b64: np.ndarray | None) -> tuple[str, list[str]] | None:
+    """The output is exactly A@B computed from inputs rounded to a lower precision: the kernel
+    multiplies in that precision, whatever it declares (a logic error does not do this)."""
+    if a64 is None or b64 is None or not written.all() or got.size * a64.shape[1] > INPUT_CHECK_LIMIT:
+        return None
+    for name, rounding in _LOWER:
+        with np.errstate(over="ignore", invalid="ignore"):
+            cand = rounding(a64) @ rounding(b64)
+        if np.isfinite(cand).all() and not _matches(want, cand, written) and _matches(got, cand, written):
+            return (f"the result is exactly A@B with the inputs rounded to {name}: the kernel multiplies in a "
+                    "lower precision than it declares",
+                    ["keep the inputs in the declared precision (no __half / tf32 conversion, no tensor-core "
+                     "path for an fp32 kernel), or declare the precision it computes in"])
+    return None
+
+
+def _scaled(got: np.ndarray, want: np.ndarray, written: np.ndarray) -> tuple[str, list[str]] | None:
+    g = got[written].astype(np.float64)
+    w = want[written].astype(np.float64)
+    if not np.isfinite(g).all() or not (w != 0).any():
+        return None
+    if not g.any():
+        return ("every element is 0: the K loop never runs, or the accumulated sum is never stored",
+                ["check the K loop bound and that the final store writes the accumulator"])
+    nz = w != 0
+    s = float(np.median(g[nz] / w[nz]))
+    # a clean factor only: tiny rounding differences are not "scaled by 1.0000001"
+    if abs(s - 1.0) < 1e-3 or not np.allclose(g, s * w, rtol=1e-6, atol=0):
+        return None
+    if s == -1.0:
+        return "every element has the wrong sign (-1 x the exact value)", ["check the sign of alpha or of a product"]
+    return (f"every element is {fmt_value(s)} x the exact value",
+            ["a constant factor: is alpha applied twice or not at all, or the result added to C more than once?"])
+
+
+def nan_note(got: np.ndarray, written: np.ndarray, want: np.ndarray) -> str | None:
+    computed_nan = written & np.isnan(got) & ~np.isnan(want)
+    n_nan = int(computed_nan.sum())
+    if not n_nan:
+        return None
+    return (f"{n_nan} written elements are NaN: the kernel read uninitialised shared memory or read past the end "
+            "of A or B (or read C when it held NaN)")
+

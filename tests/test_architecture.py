@@ -1,0 +1,102 @@
+"""The package's shape (CONTRIBUTING.md): dependencies point one way between the role packages,
+no import circle between modules, no private name imported across modules, no module over 400
+lines. Read from the source with ast: no GPU, nothing imported."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_gemm"
+LAYERS = ("model", "judges", "kernels", "measure", "checks", "outputs", "grading", "runner")
+MAX_LINES = 400
+
+
+def _modules() -> dict[str, Path]:
+    return {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+            for p in PACKAGE.rglob("*.py")}
+
+
+def _imports(name: str, path: Path) -> list[tuple[str, list[str]]]:
+    """(module imported, names imported from it) for every pytest_gemm import, function-level too."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("pytest_gemm"):
+                found.append((target, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names if a.name.startswith("pytest_gemm")]
+    return found
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) < 2:
+        return len(LAYERS) + 1  # pytest_gemm itself: its __init__ re-exports the public names
+    if parts[1] in LAYERS:
+        return LAYERS.index(parts[1])
+    return len(LAYERS)  # plugin.py
+
+
+def _resolve(target: str, names: list[str], modules: dict[str, Path]) -> list[str]:
+    """The modules an import reaches: ``from pkg import mod`` reaches pkg.mod."""
+    reached = [f"{target}.{n}" for n in names if f"{target}.{n}" in modules]
+    return reached or [target]
+
+
+def test_dependencies_point_one_way():
+    modules = _modules()
+    wrong = []
+    for name, path in modules.items():
+        for target, names in _imports(name, path):
+            for reached in _resolve(target, names, modules):
+                if _layer(reached) > _layer(name):
+                    wrong.append(f"{name} imports {reached}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_circle():
+    modules = _modules()
+    graph = {name: {r for t, ns in _imports(name, path) for r in _resolve(t, ns, modules) if r in modules and r != name}
+             for name, path in modules.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt.endswith("__init__") or nxt in ("pytest_gemm",):
+                continue
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if state.get(nxt) is None and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if state.get(node) is None and (cycle := visit(node)):
+            pytest.fail("import circle: " + " -> ".join(cycle))
+
+
+def test_no_private_name_is_imported_across_modules():
+    modules = _modules()
+    private = [f"{name} imports {target}.{n}" for name, path in modules.items()
+               for target, names in _imports(name, path) for n in names if n.startswith("_")]
+    assert not private, "\n".join(private)
+
+
+@pytest.mark.parametrize("name", sorted(_modules()))
+def test_no_module_is_over_400_lines(name: str):
+    lines = len(_modules()[name].read_text().splitlines())
+    assert lines <= MAX_LINES, f"{name} has {lines} lines"

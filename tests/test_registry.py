@@ -1,0 +1,51 @@
+"""The check registry is the one place a check is declared: collection, dispatch, Gradescope and
+the README read it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_gemm.checks import registry
+from pytest_gemm.grading.config import CHECKS, DEFAULT_WEIGHTS
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_the_readme_table_of_checks_is_the_registry():
+    text = README.read_text()
+    block = re.search(r"<!-- checks table:.*?-->\n(.*?)\n<!-- end of checks table -->", text, re.S)
+    assert block, "README has no generated checks table"
+    assert block.group(1).strip() == registry.markdown_table()
+
+
+def test_gradescope_reads_its_checks_and_weights_from_the_registry():
+    assert CHECKS == tuple(c.name for c in registry.CHECKS if c.name != "sweep")
+    assert DEFAULT_WEIGHTS == {c.name: c.weight for c in registry.CHECKS if c.name != "sweep"}
+
+
+def test_every_gpu_check_has_a_runner_and_every_name_is_unique():
+    names = [c.name for c in registry.CHECKS]
+    assert len(names) == len(set(names))
+    for check in registry.CHECKS:
+        if check.gpu:
+            assert callable(check.runner())
+
+
+def test_an_unknown_check_names_the_valid_ones():
+    with pytest.raises(ValueError, match="valid checks: compile, launch, exact"):
+        registry.get("exactt")
+
+
+def test_a_marker_naming_an_unknown_check_stops_collection_with_the_valid_ones(pytester: pytest.Pytester):
+    pytester.makepyfile(test_mine="""
+import pytest
+
+@pytest.mark.gemm_cases("exactt")
+def test_x(gemm_case):
+    pass
+""")
+    result = pytester.runpytest_subprocess("--gemm-kernel", "reference_kernels:tiled16", "test_mine.py")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error: the file is not run
+    assert "unknown check 'exactt'; valid checks: compile, launch" in result.stdout.str() + result.stderr.str()
