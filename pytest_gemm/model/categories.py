@@ -17,6 +17,9 @@ COMPILE_ERROR = "compile_error"
 LAUNCH_ERROR = "launch_error"
 TIMING_ESCAPE = "timing_escape"
 STALE_OUTPUT = "stale_output"
+# The test harness (not the kernel) ran out of GPU memory, after freeing and retrying once:
+# the check could not be run, which is no verdict on the kernel.
+HARNESS_OUT_OF_MEMORY = "harness_out_of_memory"
 
 ALL: tuple[str, ...] = (
     WRONG_VALUES,
@@ -31,6 +34,7 @@ ALL: tuple[str, ...] = (
     LAUNCH_ERROR,
     TIMING_ESCAPE,
     STALE_OUTPUT,
+    HARNESS_OUT_OF_MEMORY,
 )
 
 
@@ -65,6 +69,7 @@ __all__ = [
     "ALL", "GemmCheckFailure",
     "WRONG_VALUES", "UNWRITTEN_OUTPUT", "OUT_OF_BOUNDS_WRITE", "INPUT_MODIFIED", "NONDETERMINISTIC",
     "PRECISION_TOO_LOW", "FAULT", "TIMEOUT", "COMPILE_ERROR", "LAUNCH_ERROR", "TIMING_ESCAPE", "STALE_OUTPUT",
+    "HARNESS_OUT_OF_MEMORY",
 ]
 
 
