@@ -21,7 +21,7 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
                                              "checks": [], "resources": {}, "timings": [], "sweep": []})
         if r.get("ladder"):
             k["ladder"] = True  # a reference rung timed for the ranking, not a kernel under test
-        entry = {key: r.get(key) for key in ("check", "shape", "params", "outcome", "category", "message")}
+        entry = {key: r.get(key) for key in ("check", "shape", "params", "outcome", "category", "message", "wall_s")}
         k["checks"].append(entry)
         if r.get("resources") and r.get("check") == "launch":
             k["resources"] = r["resources"]

@@ -54,6 +54,8 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
         "kernel": str(kernel.name), "precision": kernel.precision, "check": check,
         "shape": shape, "params": extra, "outcome": report.outcome, "category": _category(call.excinfo),
     }
+    if report.when == "call":
+        record["wall_s"] = round(report.duration, 3)  # the test's wall time: slow checks show in the report
     if is_ladder_entry(item.config, kernel):
         record["ladder"] = True  # timed for the ranking only; its conformance is the ladder's own run
     message = _outcome_message(call, report)
