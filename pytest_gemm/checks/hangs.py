@@ -2,22 +2,24 @@
 
 A hang costs a whole timeout and a fresh process, so a kernel that never finishes would
 cost its timeout once per check. After a kernel's first timeout its later checks get a
-short budget instead: ``HANG_FACTOR`` times what its completed checks predict for this
-check's work (their durations scaled by floating-point operations), at least
-``HANG_FLOOR_S`` (``TIMED_HANG_FLOOR_S`` for timed checks, whose time is mostly inputs,
-roofs and repeats, not the product), never more than the normal timeout. A kernel that
-has timed out ``HANG_STREAK`` times without completing a single check gets its remaining
-checks failed as timeouts without running them. A kernel that completed a check is never
-cut off: each of its checks runs, with its short budget. Start-up (importing, compiling)
-that ran out of its own time limit is not retried for every check either.
+short budget instead: ``HANG_FLOOR_S`` plus the check's floating-point operations at
+``HANG_RATE_FLOPS``, or ``HANG_FACTOR`` times what its completed checks of comparable work
+(at least 1/8 of this check's) predict when that is more, never more than the normal
+timeout; a timed check (speed, sweep: mostly inputs, roofs and repeats, not the product)
+gets at least ``TIMED_HANG_FLOOR_S``. A kernel that has timed out ``HANG_STREAK`` times
+without completing a single check gets its remaining checks failed as timeouts without
+running them; a kernel that completed a check is never cut off: each of its checks runs,
+with its short budget. A start-up (import, compile) that ran out of its own time limit is
+not tried again for every check either.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Sequence
 
-HANG_FLOOR_S = 2.0          # the shortest budget of a check after its kernel timed out
-TIMED_HANG_FLOOR_S = 30.0   # the same for a timed check (speed, sweep)
+HANG_FLOOR_S = 3.0          # the shortest budget of a check after its kernel timed out
+HANG_RATE_FLOPS = 20e9      # ... plus its product at 20 GFLOP/s
+TIMED_HANG_FLOOR_S = 30.0   # the shortest budget of a timed check (speed, sweep)
 HANG_FACTOR = 5.0           # times the duration the kernel's completed checks predict
 HANG_STREAK = 3             # timeouts with no completed check, after which the rest is not run
 
@@ -43,22 +45,25 @@ class HangLedger:
         self.timeouts.append(label)
 
     def estimate(self, flops: float) -> float | None:
-        """Seconds this kernel's completed checks predict for ``flops`` of work (the tightest)."""
-        if not self.completed:
+        """Seconds this kernel's completed checks of comparable work predict for ``flops`` (the
+        tightest), or None: tiny checks' durations are overheads, which say nothing of large ones."""
+        comparable = [(s, f) for s, f in self.completed if f >= flops / 8]
+        if not comparable:
             return None
-        return min(s * max(1.0, flops / f) for s, f in self.completed)
+        return min(s * max(1.0, flops / f) for s, f in comparable)
 
     def budget(self, normal: float, flops: float, timed: bool = False) -> tuple[float, str | None]:
         """(seconds, why) for the next check: ``normal`` (why None) until the first timeout."""
         if not self.timeouts:
             return normal, None
-        floor = TIMED_HANG_FLOOR_S if timed else HANG_FLOOR_S
+        base = max(TIMED_HANG_FLOOR_S if timed else 0.0, HANG_FLOOR_S + flops / HANG_RATE_FLOPS)
         predicted = self.estimate(flops)
-        seconds = min(normal, max(floor, HANG_FACTOR * (predicted or 0.0)))
-        basis = (f"{HANG_FACTOR:g} x the {predicted:.2f} s its completed checks predict" if predicted is not None
-                 else "it has completed no check yet")
-        return seconds, (f"a short budget: this kernel already timed out ({self.timeouts[0]}), so its later checks "
-                         f"get {basis}, at least {floor:g} s")
+        seconds = min(normal, max(base, HANG_FACTOR * (predicted or 0.0)))
+        basis = f"{base:.3g} s for its work"
+        if predicted is not None:
+            basis += f" or {HANG_FACTOR:g} x the {predicted:.3g} s its completed checks predict"
+        return seconds, (f"a short budget, since this kernel already timed out ({self.timeouts[0]}): {basis}, "
+                         f"at most the normal {normal:.4g} s")
 
     def not_run(self) -> str | None:
         """Why the next check is failed without running, or None when it runs."""

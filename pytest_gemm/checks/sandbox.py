@@ -249,7 +249,7 @@ class SandboxClient:
             self.stop()
             details = self._with_output(["an endless loop, a deadlock at a barrier some threads never reach, "
                                          "or a kernel far slower than the timeout allows"], since)
-            raise GemmCheckFailure(cat.TIMEOUT, f"{check} at {shape_text} did not finish within {timeout:g} s "
+            raise GemmCheckFailure(cat.TIMEOUT, f"{check} at {shape_text} did not finish within {timeout:.4g} s "
                                    f"({why}); the kernel's process was killed", details) from None
         if reply is None:
             raise self._death(shape_text, check)
