@@ -7,6 +7,9 @@ GPU lock, records, reports, the gradebook) on fake checks.
   fake checks in the kernel's child: what a check does is decided by the kernel's name
   (``FAKE_KERNELS`` below): finish at once, hang, hang only above a size, run out of memory
   in the harness or in the launcher, or take a while. ``release_memory`` counts its calls.
+  With ``FAKEGPU_LOG=path`` every check appends one line: kernel, check, pid, the releases
+  this process made before it, how many sandbox children its parent has alive, start and
+  end times.
 
 ``env(tmp_path)`` is the environment a subprocess (pytester, the gradebook) needs for both.
 """
@@ -39,12 +42,17 @@ harness_oom_once = _declare("harness_oom_once")  # ... only on the first attempt
 launcher_oom = _declare("launcher_oom")    # the kernel's own launcher runs out of memory
 slow = _declare("slow")                    # every check takes 0.3 s
 wrong = _declare("wrong")                  # every check fails with wrong_values
+slow2 = _declare("slow2")
 everything = [ok, hang, hang_big, harness_oom, harness_oom_once, launcher_oom, slow, wrong]
+oks = [_declare(f"ok{i}") for i in range(6)]
 '''
 
 
 class OutOfMemoryError(MemoryError):
-    """Named like cupy.cuda.memory.OutOfMemoryError."""
+    """Named and placed like cupy.cuda.memory.OutOfMemoryError."""
+
+
+OutOfMemoryError.__module__ = "cupy.cuda.memory"
 
 
 _RELEASES = [0]
@@ -67,8 +75,37 @@ def pytest_configure(config: Any) -> None:
     fixtures.require_device = device  # type: ignore[assignment]
 
 
+def live_siblings() -> int:
+    """Sandbox children of this process's parent that are alive (this one included)."""
+    parent, count = os.getppid(), 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == parent and fields[0] != "Z" and b"sandbox_child" in cmdline:
+            count += 1
+    return count
+
+
 def run_check(kernel: Any, check: str, shape: list[int], params: dict[str, Any], options: dict[str, Any],
               facts: dict[str, Any]) -> dict[str, Any]:
+    log = os.environ.get("FAKEGPU_LOG")
+    started = time.time()
+    try:
+        return _run_check(kernel, check, shape, facts)
+    finally:
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"{kernel.name} {check} {os.getpid()} {_RELEASES[0]} {live_siblings()} "
+                         f"{started:.6f} {time.time():.6f}\n")
+
+
+def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any]) -> dict[str, Any]:
     from pytest_gemm.checks.sandbox_child import KernelCall
     from pytest_gemm.model.categories import GemmCheckFailure
 
@@ -87,7 +124,7 @@ def run_check(kernel: Any, check: str, shape: list[int], params: dict[str, Any],
         def launcher() -> None:
             raise OutOfMemoryError("Out of memory allocating 8,589,934,592 bytes (the launcher's workspace)")
         KernelCall(launcher)()
-    elif name == "slow":
+    elif name in ("slow", "slow2"):
         time.sleep(0.3)
     elif name == "wrong":
         raise GemmCheckFailure("wrong_values", f"{check} at {shape}: rows 0..3 of C are wrong", [])
