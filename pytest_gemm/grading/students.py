@@ -102,7 +102,7 @@ def _from_results(sub: Submission, run: RunOutcome, results: dict[str, Any], cmd
         notes.append(f"{extra['no_gpu']}: GPU checks skipped and scored 0")
     if extra.get("failure_categories"):
         notes.append("failed: " + ", ".join(extra["failure_categories"]))
-    if run.returncode not in (0, 1):
+    if run.returncode not in (0, 1, None):  # None: stopped at the per-student limit (the caller says so)
         notes.append(f"pytest exited with status {run.returncode}")
     return StudentResult(sub.student, GRADED, float(results.get("score") or 0.0), float(max_score),
                          "; ".join(notes), checks, extra.get("tflops"), extra.get("fraction_of_cublas"),

@@ -109,8 +109,7 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     client.target(spec, index)
     try:
         facts = client.run(check, list(shape), params, options, timeout, guard=lambda: gpu_lock(timed),
-                           why=why or ("--gemm-timeout" if st.timeout is not None else
-                                       "the default: 20 s plus 1 s per 5 GFLOP; see --gemm-timeout"))
+                           why=why or _timeout_source(st, params))
     except GemmCheckFailure as exc:
         if exc.category == cat.TIMEOUT and client.last_seconds is None:
             if getattr(client, "check_timed_out", False):
@@ -131,6 +130,14 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     if client.last_seconds is not None:
         ledger.done(client.last_seconds, flops)
     return facts
+
+
+def _timeout_source(st: GemmState, params: dict[str, Any]) -> str:
+    if st.timeout is not None:
+        return "--gemm-timeout"
+    if params.get("shapes"):
+        return "the sweep's default: 60 s, plus 30 s and 10 s per TFLOP for each size; see --gemm-timeout"
+    return "the default: 20 s plus 1 s per 5 GFLOP; see --gemm-timeout"
 
 
 def _run_here(kernel: GemmKernel, check: str, shape: tuple[int, int, int], params: dict[str, Any],
