@@ -105,6 +105,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     collection.select_items(config, items)
+    execution.order_by_kernel(config, items)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

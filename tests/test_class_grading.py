@@ -112,7 +112,26 @@ def test_a_worker_keeps_at_most_the_bound_of_kernel_processes_alive(fake, monkey
     result.assert_outcomes(passed=6 * 6)
     rows = _log(fake)
     assert max(r["siblings"] for r in rows) <= 2
-    assert len({r["pid"] for r in rows}) > 6  # evicted processes were started again for later checks
+    # more kernels than the bound: each kernel's checks run together, so each starts one process
+    assert len({r["pid"] for r in rows}) == 6
+    order = [r["kernel"] for r in rows]
+    assert order == sorted(order, key=lambda name: int(name[2:])), order
+
+
+def _collected(p: pytest.Pytester, *args: str) -> list[str]:
+    result = p.runpytest_subprocess("-p", "fakegpu", "--collect-only", "-q", *args)
+    return [line.split("[", 1)[1].rstrip("]") for line in result.outlines if "::test_check[" in line]
+
+
+def test_tests_are_grouped_by_kernel_only_when_kernels_outnumber_the_process_bound(fake, monkeypatch):
+    args = ("--gemm-kernel", "fake_kernels.py:ok", "--gemm-kernel", "fake_kernels.py:slow", "--gemm-shapes", "quick")
+    few = _collected(fake, *args)
+    assert few[:2] == ["launch-ok-64x64x64", "launch-slow-64x64x64"]  # the registry's order, check by check
+    monkeypatch.setenv("PYTEST_GEMM_MAX_PROCESSES", "1")
+    many = _collected(fake, *args)
+    assert sorted(many) == sorted(few)
+    split = [i for i, test_id in enumerate(many) if "-slow-" in test_id]
+    assert split == list(range(split[0], len(many))) and many[0] == "launch-ok-64x64x64"
 
 
 def test_with_the_default_bound_few_kernels_keep_their_processes(fake, monkeypatch):

@@ -12,10 +12,11 @@ sandbox process counts for the worker that started it). Reports the wall time, e
 kernel's verdict, every check that ran out of memory (any category, any message), and per
 worker the peak memory and the most kernel processes alive at once.
 
-``--order kernel`` (default) keeps each kernel's tests on one worker, one after another
-(``--dist loadgroup`` with one group per kernel), so each kernel starts its process about
-once; ``--order collection`` keeps pytest's own order, where a worker meets many kernels in
-turn and its process bound (``PYTEST_GEMM_MAX_PROCESSES``, default 4) restarts them.
+``--order kernel`` (default) keeps each kernel's tests on one worker (``--dist loadgroup``
+with one group per kernel), so each kernel starts its process once; ``--order collection``
+uses xdist's default scheduling of the plugin's order (with more kernels than the process
+bound, ``PYTEST_GEMM_MAX_PROCESSES``, default 4, each kernel's checks are already together;
+a chunk boundary can split a kernel over two workers).
 ``--no-lock`` turns the GPU-wide lock off (``PYTEST_GEMM_GPU_LOCK=off``): the timed checks of
 the four workers then run at once, the worst case for memory. Exit status 1 on any
 out-of-memory or a kernel of the ladder that did not pass.

@@ -7,7 +7,9 @@ used, which starts afresh (import, compile) when its kernel's next check comes. 
 trusted ladder's rungs share one process, which counts as one. Each child frees CuPy's
 memory pools after every check, so an idle one holds its CUDA context and little else.
 When the harness runs out of GPU memory even after its retry, the worker's other idle
-processes are stopped, so that the next checks find the memory they held.
+processes are stopped, so that the next checks find the memory they held. With more kernels
+than the bound, ``order_by_kernel`` runs each kernel's checks together, so that each kernel
+starts its process about once per worker instead of once per check.
 
 Timeouts: ``check_timeout`` is a check's own limit (start-up is bounded apart);
 ``checks/hangs.py`` shortens it for a kernel that already timed out. Every check holds the
@@ -73,6 +75,27 @@ def acquire(sandboxes: dict[Any, Any], key: Any, make: Any, bound: int) -> Any:
     for old in alive[:max(0, len(alive) - (bound - 1))]:
         old.stop()
     return client
+
+
+def order_by_kernel(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With more kernels than a worker keeps processes for, run each kernel's checks one after
+    another (stable; other tests keep their places): in the registry's check-by-check order a
+    worker would meet every kernel once per check and restart (import, compile) each every time."""
+    st = state(config, None)
+    if st is None or st.isolation == "none":
+        return
+    slots, keys = [], []
+    for i, item in enumerate(items):
+        case = item.callspec.params.get("gemm_case") if hasattr(item, "callspec") else None
+        if case is not None:
+            slots.append(i)
+            keys.append("ladder" if is_ladder_entry(config, case.kernel) else id(case.kernel))
+    rank = {key: n for n, key in enumerate(dict.fromkeys(keys))}
+    if len(rank) <= max_live_sandboxes():
+        return
+    ordered = [item for _, item in sorted(zip(keys, (items[i] for i in slots)), key=lambda pair: rank[pair[0]])]
+    for i, item in zip(slots, ordered):
+        items[i] = item
 
 
 def _is_timed(check: str) -> bool:
