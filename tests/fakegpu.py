@@ -7,9 +7,9 @@ GPU lock, records, reports, the gradebook) on fake checks.
   fake checks in the kernel's child: what a check does is decided by the kernel's name
   (``FAKE_KERNELS`` below): finish at once, hang, hang only above a size, run out of memory
   in the harness or in the launcher, or take a while. ``release_memory`` counts its calls.
-  With ``FAKEGPU_LOG=path`` every check appends one line: kernel, check, pid, the releases
-  this process made before it, how many sandbox children its parent has alive, start and
-  end times.
+  With ``FAKEGPU_LOG=path`` every check (and every prepare, as check "prepare") appends one
+  line: kernel, check, pid, the releases this process made before it, how many sandbox
+  children its parent has alive, start and end times. ``FAKEGPU_PREPARE_S`` makes prepare slow.
 
 ``env(tmp_path)`` is the environment a subprocess (pytester, the gradebook) needs for both.
 """
@@ -43,6 +43,7 @@ launcher_oom = _declare("launcher_oom")    # the kernel's own launcher runs out 
 slow = _declare("slow")                    # every check takes 0.3 s
 wrong = _declare("wrong")                  # every check fails with wrong_values
 slow2 = _declare("slow2")
+crashy = _declare("crashy")                # a CUDA error (a fresh process next time) but in speed
 everything = [ok, hang, hang_big, harness_oom, harness_oom_once, launcher_oom, slow, wrong]
 oks = [_declare(f"ok{i}") for i in range(6)]
 '''
@@ -53,6 +54,10 @@ class OutOfMemoryError(MemoryError):
 
 
 OutOfMemoryError.__module__ = "cupy.cuda.memory"
+
+
+class CUDARuntimeError(RuntimeError):
+    """Named like CuPy's: the child treats it as a poisoned CUDA context."""
 
 
 _RELEASES = [0]
@@ -124,7 +129,9 @@ def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any])
         def launcher() -> None:
             raise OutOfMemoryError("Out of memory allocating 8,589,934,592 bytes (the launcher's workspace)")
         KernelCall(launcher)()
-    elif name in ("slow", "slow2"):
+    elif name == "crashy" and check != "speed":
+        raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+    elif name in ("slow", "slow2", "crashy"):
         time.sleep(0.3)
     elif name == "wrong":
         raise GemmCheckFailure("wrong_values", f"{check} at {shape}: rows 0..3 of C are wrong", [])
@@ -132,9 +139,15 @@ def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any])
 
 
 def prepare(kernel: Any) -> None:
+    started = time.time()
     delay = float(os.environ.get("FAKEGPU_PREPARE_S", "0"))
     if delay:
         time.sleep(delay)
+    log = os.environ.get("FAKEGPU_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{kernel.name} prepare {os.getpid()} {_RELEASES[0]} {live_siblings()} "
+                     f"{started:.6f} {time.time():.6f}\n")
 
 
 def release_memory() -> dict[str, int]:

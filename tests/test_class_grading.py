@@ -148,25 +148,29 @@ def test_each_child_releases_its_memory_pools_after_every_check(fake, monkeypatc
     _run(fake, "--gemm-kernel", "fake_kernels.py:ok", "--gemm-kernel", "fake_kernels.py:wrong",
          "--gemm-shapes", "quick")
     for kernel in ("ok", "wrong"):
-        releases = [r["releases"] for r in _log(fake) if r["kernel"] == kernel]
+        releases = [r["releases"] for r in _log(fake) if r["kernel"] == kernel and r["check"] != "prepare"]
         assert releases == list(range(len(releases))), releases  # one release after each check, failed or not
 
 
 # ---- the GPU lock ---------------------------------------------------------------------------
 
 def test_timed_checks_have_the_gpu_to_themselves_across_xdist_workers(fake, monkeypatch):
+    """... apart from correctness checks and from processes preparing a kernel (a CUDA context,
+    a module load), which share the GPU with each other. crashy's process ends after each of
+    its correctness checks (a CUDA error), so a fresh one prepares all along."""
     pytest.importorskip("xdist")
     monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    monkeypatch.setenv("FAKEGPU_PREPARE_S", "0.2")
     result, _, _ = _run(fake, "-n", "2", "--gemm-kernel", "fake_kernels.py:slow", "--gemm-kernel",
-                        "fake_kernels.py:slow2", "--gemm-shapes", "quick", "-k", "speed or exact or guards")
-    result.assert_outcomes(passed=2 * (1 + 5 + 2))
+                        "fake_kernels.py:crashy", "--gemm-shapes", "quick", "-k", "speed or exact or guards")
+    result.assert_outcomes(passed=1 + 5 + 2 + 1, failed=5 + 2)
     rows = _log(fake)
     timed = [r for r in rows if r["check"] == "speed"]
     others = [r for r in rows if r["check"] != "speed"]
-    assert len(timed) == 2
+    assert len(timed) == 2 and sum(r["check"] == "prepare" for r in rows) >= 7
     overlaps_seen = any(a["start"] < b["end"] and b["start"] < a["end"] and a["pid"] != b["pid"]
                         for a in others for b in others)
-    assert overlaps_seen, "correctness checks of two workers never ran at once: the shared lock serialised them"
+    assert overlaps_seen, "checks and prepares of two workers never ran at once: the shared lock serialised them"
     for t in timed:
         for o in rows:
             if o is not t:

@@ -16,7 +16,7 @@ preparing it (CUDA initialisation, compiling and loading it: ``PREPARE_TIMEOUT``
 their own limit and are reported as such, so a check's timeout measures the check alone.
 Each reply carries the check's duration in the child (``last_seconds``). ``run`` takes a
 ``guard``, a context manager held only while the check itself runs (the GPU-wide lock of
-``runner/gpu_lock.py``). The child's side, its memory release between checks and its
+``runner/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel. The child's side, its memory release between checks and its
 out-of-memory retry, is ``checks/sandbox_child.py``.
 
 Test hook: the child runs each check through ``pytest_gemm.checks.dispatch.run_check``,
@@ -199,39 +199,45 @@ class SandboxClient:
             self.stop()
             _raise(reply)
 
-    def _load(self, shape_text: str) -> None:
-        """Wait for the child's answer to a load request (sent by _start or a retarget), then prepare."""
+    def _load(self, shape_text: str, guard: Callable[[], ContextManager[Any]]) -> None:
+        """Wait for the child's answer to a load request (sent by _start or a retarget), then
+        prepare, holding ``guard()`` (it uses the GPU)."""
         self._startup_reply("loading the kernel (starting its process, importing its module)", LOAD_TIMEOUT,
                             shape_text)
-        try:
-            self._send({"op": "prepare"})
-        except (BrokenPipeError, ConnectionError):
-            raise self._death(shape_text, "preparing the kernel") from None
-        self._startup_reply("preparing the kernel (CUDA initialisation, compiling and loading it)",
-                            PREPARE_TIMEOUT, shape_text)
+        with guard():
+            try:
+                self._send({"op": "prepare"})
+            except (BrokenPipeError, ConnectionError):
+                raise self._death(shape_text, "preparing the kernel") from None
+            self._startup_reply("preparing the kernel (CUDA initialisation, compiling and loading it)",
+                                PREPARE_TIMEOUT, shape_text)
         self.loaded = (self.spec, self.index)
 
-    def start(self, shape_text: str = "") -> None:
-        """Have a child running with the target kernel loaded and prepared (start-up limits apply)."""
+    def start(self, shape_text: str = "", guard: Callable[[], ContextManager[Any]] | None = None) -> None:
+        """Have a child running with the target kernel loaded and prepared (start-up limits apply;
+        ``guard()`` is held while it prepares)."""
+        guard = guard or contextlib.nullcontext
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-            self._load(shape_text)
+            self._load(shape_text, guard)
         elif self.loaded != (self.spec, self.index):
             try:
                 self._send_load()
             except (BrokenPipeError, ConnectionError):
                 raise self._death(shape_text, "loading the kernel") from None
-            self._load(shape_text)
+            self._load(shape_text, guard)
 
     def run(self, check: str, shape: list[int], params: dict[str, Any], options: dict[str, Any],
             timeout: float, guard: Callable[[], ContextManager[Any]] | None = None,
-            why: str = "--gemm-timeout") -> dict[str, Any]:
+            why: str = "--gemm-timeout",
+            startup_guard: Callable[[], ContextManager[Any]] | None = None) -> dict[str, Any]:
         """Run a check in the child; returns the recorded facts or raises what the check raised.
         ``timeout`` bounds the check alone (start-up has its own limits; ``why`` names where the
-        limit came from in a timeout's message); ``guard()`` is held while the check runs."""
+        limit came from in a timeout's message); ``guard()`` is held while the check runs,
+        ``startup_guard()`` while a new child prepares the kernel."""
         shape_text = "x".join(map(str, shape))
         self.last_seconds, self.check_timed_out = None, False
-        self.start(shape_text)
+        self.start(shape_text, startup_guard)
         with (guard or contextlib.nullcontext)():
             return self._run_check(check, shape, shape_text, params, options, timeout, why)
 

@@ -13,7 +13,8 @@ starts its process about once per worker instead of once per check.
 
 Timeouts: ``check_timeout`` is a check's own limit (start-up is bounded apart);
 ``checks/hangs.py`` shortens it for a kernel that already timed out. Every check holds the
-GPU-wide lock (``gpu_lock.py``): timed checks alone, the others shared.
+GPU-wide lock (``gpu_lock.py``): timed checks alone, the others shared; a new process holds it
+shared while it prepares the kernel (CUDA context, module load), so no timing sees that either.
 """
 from __future__ import annotations
 
@@ -132,7 +133,8 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     client.target(spec, index)
     try:
         facts = client.run(check, list(shape), params, options, timeout, guard=lambda: gpu_lock(timed),
-                           why=why or _timeout_source(st, params))
+                           why=why or _timeout_source(st, params),
+                           startup_guard=lambda: gpu_lock(False))  # a context, a module: not during a timing
     except GemmCheckFailure as exc:
         if exc.category == cat.TIMEOUT and client.last_seconds is None:
             if getattr(client, "check_timed_out", False):
