@@ -54,8 +54,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="draw the ranking to PATH (e.g. ranking.png): bars of TFLOP/s at the benchmark shape, or "
                          "lines over the --gemm-sweep sizes; needs matplotlib: pip install 'pytest-gemm[plot]'")
     group.addoption("--gemm-timeout", type=float, default=None, metavar="SECONDS",
-                    help="kill a check that runs longer than this and report it as a timeout "
-                         "(default: 60 s plus 1 s per TFLOP the check's shape needs)")
+                    help="kill a check that runs longer than this and report it as a timeout (default: 20 s plus "
+                         "1 s per 5 GFLOP the check's shape needs; start-up and compiling are bounded apart; after "
+                         "a kernel's first timeout its later checks get a short budget)")
+    group.addoption("--gemm-shapes", choices=("quick", "full"), default=None,
+                    help="full (default): every shape of every check; quick: a small representative set per check "
+                         "(for kernels that compile or autotune per shape, and fast iteration); ini key gemm_shapes")
     group.addoption("--gemm-isolation", choices=("process", "none"), default="process",
                     help="process (default): each kernel runs in a child process, so a fault, hang or exit() "
                          "costs only its own check; none: run kernels inside the pytest process")
@@ -67,6 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write Gradescope's results.json (points per check with partial credit, a leaderboard) "
                          "to PATH, e.g. /autograder/results/results.json; weights from the ini keys gemm_weights, "
                          "gemm_visibility, gemm_performance_threshold")
+    parser.addini("gemm_shapes", default="", help="quick or full (default): like --gemm-shapes")
     parser.addini("gemm_kernels", type="linelist", default=[],
                   help="kernel specs under test, one per line (like --gemm-kernel)")
     parser.addini("gemm_weights", type="linelist", default=[],
@@ -100,6 +105,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     collection.select_items(config, items)
+    execution.order_by_kernel(config, items)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

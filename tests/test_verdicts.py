@@ -150,3 +150,20 @@ def test_an_unreadable_clock_is_reported_not_silent():
     records = [{"kernel": "k", "check": "speed", "outcome": "passed", "device_warnings": list(device.warnings)}]
     text = "\n".join(summary_lines(SimpleNamespace(results=records), None))
     assert "device: the SM clock rate could not be read" in text
+
+
+def test_the_harness_running_out_of_memory_is_not_the_kernels_failure():
+    from pytest_gemm.grading.gradescope import build_results
+    from pytest_gemm.outputs.records import KernelResult
+
+    checks = [rec("exact"), fail("speed", "harness_out_of_memory", (4096, 4096, 4096))]
+    v = kernel_verdict(checks)
+    assert v.status == "incomplete" and v.primary_category is None and "ran out of GPU memory" in v.notes[0]
+    assert timing_trusted(KernelResult("k", "fp32", checks))
+    results = build_results([
+        dict(kernel="k", precision="fp32", check="exact", shape=[8, 8, 8], params={}, outcome="passed"),
+        dict(kernel="k", precision="fp32", check="speed", shape=[8, 8, 8], params={}, outcome="failed",
+             category="harness_out_of_memory", message="[harness_out_of_memory] the harness ran out")])
+    speed = next(t for t in results["tests"] if t["name"].startswith("speed"))
+    assert "failures (" not in speed["output"] and "harness_out_of_memory" in speed["output"]
+    assert results["extra_data"]["pytest_gemm"]["failure_categories"] == []

@@ -1,7 +1,9 @@
 """Run one named check on one kernel: what the sandbox child (and the in-process mode)
-executes. Returns the facts the check recorded."""
+executes. Returns the facts the check recorded. ``release_memory`` gives back, between
+checks, what CuPy's memory pools kept."""
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..model.contract import GemmKernel
@@ -24,3 +26,25 @@ def run_check(kernel: GemmKernel, check: str, shape: list[int] | tuple[int, ...]
     finally:
         scrub_secrets()
     return facts
+
+
+def release_memory() -> dict[str, int]:
+    """Free the blocks CuPy's default (device) and pinned (host) memory pools keep for reuse,
+    so that a process idle between checks holds its CUDA context and little else. Returns
+    the bytes the device pool held before (its high-water mark for the check just run,
+    since a check frees nothing back to the device itself); {} when CuPy was never imported."""
+    cupy = sys.modules.get("cupy")
+    if cupy is None:
+        return {}
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # noqa: BLE001 - CuPy imported where there is no GPU: nothing was allocated
+        return {}
+    import gc
+
+    gc.collect()  # arrays kept alive only by reference cycles (tracebacks, closures) go first
+    pool = cupy.get_default_memory_pool()
+    held = {"pool_bytes": int(pool.total_bytes())}
+    pool.free_all_blocks()
+    cupy.get_default_pinned_memory_pool().free_all_blocks()
+    return held

@@ -26,6 +26,7 @@ class Check:
     summary: str                               # one line: what passing proves (docs, --help)
     module: str                                # pytest_gemm.checks.<module> holds run(...)
     shapes: tuple[Shape, ...] | str = ()       # the shapes it runs on; "bench": --gemm-bench-shape
+    quick: tuple[Shape, ...] | None = None     # --gemm-shapes quick: a small representative set (None: shapes)
     params: tuple[dict[str, Any], ...] = ({},)  # one case per parameter set and shape
     applies: Callable[[GemmKernel], bool] | None = None  # None: every kernel
     not_applicable: str = ""                   # why a kernel has no case (Gradescope, reports)
@@ -47,6 +48,12 @@ class Check:
 
 _CUDA = (cat.FAULT, cat.LAUNCH_ERROR, cat.TIMEOUT, cat.COMPILE_ERROR)
 
+# --gemm-shapes quick: few shapes, shared between checks (a kernel that autotunes or compiles
+# per shape meets few distinct ones): tiny, aligned, ragged non-square, large ragged, large aligned.
+QUICK_EXACT: tuple[Shape, ...] = ((1, 1, 1), (64, 64, 64), (127, 255, 63), (1000, 1000, 1000), (1024, 1024, 1024))
+QUICK_EDGE: tuple[Shape, ...] = ((64, 64, 64), (127, 255, 63))
+QUICK_ACCURACY: tuple[Shape, ...] = ((256, 256, 1024),)
+
 CHECKS: tuple[Check, ...] = (
     Check("compile", "compiles with NVRTC for every architecture it claims (no GPU needed)", "compile",
           not_applicable="compile checks run only for CUDA C kernels (CudaKernel)",
@@ -55,11 +62,11 @@ CHECKS: tuple[Check, ...] = (
           "launcher does its work on the current stream", "launch",
           shapes=((64, 64, 64),), categories=(cat.TIMING_ESCAPE, *_CUDA)),
     Check("exact", "bit-identical to the float64 reference on exact-integer inputs, on every shape it claims",
-          "exact", shapes=C.EXACT_SHAPES, weight=40, categories=(cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, *_CUDA)),
+          "exact", shapes=C.EXACT_SHAPES, quick=QUICK_EXACT, weight=40, categories=(cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, *_CUDA)),
     Check("coverage", "C is filled with a sentinel before every launch and every element is written", "coverage",
-          shapes=C.EDGE_SHAPES, weight=10, categories=(cat.UNWRITTEN_OUTPUT, *_CUDA)),
+          shapes=C.EDGE_SHAPES, quick=QUICK_EDGE, weight=10, categories=(cat.UNWRITTEN_OUTPUT, *_CUDA)),
     Check("guards", "nothing written outside C (guard bands) and A, B unchanged", "guards",
-          shapes=C.EDGE_SHAPES, weight=10, categories=(cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA)),
+          shapes=C.EDGE_SHAPES, quick=QUICK_EDGE, weight=10, categories=(cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA)),
     Check("alphabeta", "C = alpha*A@B + beta*C for alpha in 0, 1, 0.7 and beta in 0, 1, 1.3", "alphabeta",
           shapes=(C.ALPHA_BETA_SHAPE,), params=tuple({"alpha": a, "beta": b} for a in C.ALPHAS for b in C.BETAS),
           applies=lambda k: k.takes_alpha_beta, weight=5, label="alpha/beta",
@@ -71,11 +78,12 @@ CHECKS: tuple[Check, ...] = (
           not_applicable="this check runs only for kernels whose signature takes alpha and beta",
           categories=(cat.BETA_ZERO_READS_C, cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, *_CUDA)),
     Check("deterministic", "five launches on the same random inputs are bit-identical (a square and a deep-K shape)", "deterministic",
-          shapes=C.DETERMINISM_SHAPES, applies=lambda k: k.deterministic, weight=10,
+          shapes=C.DETERMINISM_SHAPES, quick=(C.DETERMINISM_SHAPES[1],), applies=lambda k: k.deterministic,
+          weight=10,
           not_applicable="this check does not run for a kernel declared deterministic=False",
           categories=(cat.NONDETERMINISTIC, *_CUDA)),
     Check("accuracy", "random uniform and heavy-tailed inputs within the K- and precision-derived error bound",
-          "accuracy", shapes=C.ACCURACY_SHAPES, params=tuple({"dist": d} for d in C.DISTRIBUTIONS), weight=15,
+          "accuracy", shapes=C.ACCURACY_SHAPES, quick=QUICK_ACCURACY, params=tuple({"dist": d} for d in C.DISTRIBUTIONS), weight=15,
           categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, *_CUDA)),
     Check("speed", "event-timed against cuBLAS at the same precision in the same process, ranked", "speed",
           shapes="bench", weight=10, categories=(cat.TIMING_ESCAPE, cat.STALE_OUTPUT, *_CUDA)),

@@ -11,6 +11,14 @@ Messages are JSON lines over a pair of pipes, so a kernel's printf cannot
 corrupt them; what the child prints goes to a log, and the part printed during
 a failed check is added to that failure's details.
 
+Start-up is bounded apart from the checks: importing the kernel (``LOAD_TIMEOUT``) and
+preparing it (CUDA initialisation, compiling and loading it: ``PREPARE_TIMEOUT``) each have
+their own limit and are reported as such, so a check's timeout measures the check alone.
+Each reply carries the check's duration in the child (``last_seconds``). ``run`` takes a
+``guard``, a context manager held only while the check itself runs (the GPU-wide lock of
+``runner/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel. The child's side, its memory release between checks and its
+out-of-memory retry, is ``checks/sandbox_child.py``.
+
 Test hook: the child runs each check through ``pytest_gemm.checks.dispatch.run_check``,
 or through the function named by the environment variable
 ``PYTEST_GEMM_DISPATCH="module:function"`` (same signature), read only by the
@@ -19,7 +27,7 @@ that need no GPU (sleep, raise, exit, abort); it is not a user option.
 """
 from __future__ import annotations
 
-import importlib
+import contextlib
 import json
 import os
 import select
@@ -28,14 +36,16 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 
-DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"  # test hook: "module:function" the child runs checks with
+from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
+
 OUTPUT_LIMIT = 1500  # characters of the child's output quoted in a failure
+LOAD_TIMEOUT = 120.0     # seconds to start the child and import the kernel's module
+PREPARE_TIMEOUT = 180.0  # seconds for CUDA initialisation, compiling and loading the kernel
 
 
 class SandboxClient:
@@ -49,6 +59,9 @@ class SandboxClient:
         self.env = env
         self.proc: subprocess.Popen[bytes] | None = None
         self.loaded: tuple[str, int] | None = None  # what the running child has loaded
+        self.last_seconds: float | None = None      # the last check's own duration in the child
+        self.peak_pool_bytes = 0                    # the most CuPy's pool held at the end of a check
+        self.check_timed_out = False                # the last check (not its start-up) ran out of time
 
     def target(self, spec: str, index: int) -> None:
         self.spec, self.index = spec, index
@@ -57,7 +70,7 @@ class SandboxClient:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         self.log = tempfile.TemporaryFile()
-        cmd = [sys.executable, "-m", "pytest_gemm.checks.sandbox", str(to_child_r), str(from_child_w)]
+        cmd = [sys.executable, "-m", "pytest_gemm.checks.sandbox_child", str(to_child_r), str(from_child_w)]
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
         env["PYTHONUNBUFFERED"] = "1"  # a print just before os._exit() or a crash still reaches the log
@@ -164,33 +177,72 @@ class SandboxClient:
             details.append("its last output: " + tail.replace("\n", "\n    "))
         return GemmCheckFailure(cat.FAULT, f"{what} at {shape_text}: the process {how}", details)
 
-    def _load(self, shape_text: str) -> None:
-        """Wait for the child's answer to a load request (sent by _start or a retarget)."""
+    @property
+    def alive(self) -> bool:
+        """A child process is running (idle or inside a check)."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def _startup_reply(self, what: str, limit: float, shape_text: str) -> None:
+        """Wait for the answer to a load or prepare request; its time limit is its own, not a check's."""
         try:
-            loaded = self._receive(timeout=120.0)
+            reply = self._receive(timeout=limit)
         except TimeoutError:
+            tail = self.output_tail()
             self.stop()
-            raise GemmCheckFailure(cat.TIMEOUT, "loading the kernel took over 120 s", []) from None
-        if loaded is None:
-            raise self._death(shape_text, "loading the kernel")
-        if loaded["status"] != "ok":
+            details = ["this is start-up, not the check: it is bounded by its own limit, not --gemm-timeout"]
+            if tail:
+                details.append("its output: " + tail.replace("\n", "\n    "))
+            raise GemmCheckFailure(cat.TIMEOUT, f"{what} did not finish within {limit:g} s", details) from None
+        if reply is None:
+            raise self._death(shape_text, what)
+        if reply["status"] != "ok":
             self.stop()
-            _raise(loaded)
+            _raise(reply)
+
+    def _load(self, shape_text: str, guard: Callable[[], ContextManager[Any]]) -> None:
+        """Wait for the child's answer to a load request (sent by _start or a retarget), then
+        prepare, holding ``guard()`` (it uses the GPU)."""
+        self._startup_reply("loading the kernel (starting its process, importing its module)", LOAD_TIMEOUT,
+                            shape_text)
+        with guard():
+            try:
+                self._send({"op": "prepare"})
+            except (BrokenPipeError, ConnectionError):
+                raise self._death(shape_text, "preparing the kernel") from None
+            self._startup_reply("preparing the kernel (CUDA initialisation, compiling and loading it)",
+                                PREPARE_TIMEOUT, shape_text)
         self.loaded = (self.spec, self.index)
 
-    def run(self, check: str, shape: list[int], params: dict[str, Any], options: dict[str, Any],
-            timeout: float) -> dict[str, Any]:
-        """Run a check in the child; returns the recorded facts or raises what the check raised."""
-        shape_text = "x".join(map(str, shape))
+    def start(self, shape_text: str = "", guard: Callable[[], ContextManager[Any]] | None = None) -> None:
+        """Have a child running with the target kernel loaded and prepared (start-up limits apply;
+        ``guard()`` is held while it prepares)."""
+        guard = guard or contextlib.nullcontext
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-            self._load(shape_text)
+            self._load(shape_text, guard)
         elif self.loaded != (self.spec, self.index):
             try:
                 self._send_load()
             except (BrokenPipeError, ConnectionError):
                 raise self._death(shape_text, "loading the kernel") from None
-            self._load(shape_text)
+            self._load(shape_text, guard)
+
+    def run(self, check: str, shape: list[int], params: dict[str, Any], options: dict[str, Any],
+            timeout: float, guard: Callable[[], ContextManager[Any]] | None = None,
+            why: str = "--gemm-timeout",
+            startup_guard: Callable[[], ContextManager[Any]] | None = None) -> dict[str, Any]:
+        """Run a check in the child; returns the recorded facts or raises what the check raised.
+        ``timeout`` bounds the check alone (start-up has its own limits; ``why`` names where the
+        limit came from in a timeout's message); ``guard()`` is held while the check runs,
+        ``startup_guard()`` while a new child prepares the kernel."""
+        shape_text = "x".join(map(str, shape))
+        self.last_seconds, self.check_timed_out = None, False
+        self.start(shape_text, startup_guard)
+        with (guard or contextlib.nullcontext)():
+            return self._run_check(check, shape, shape_text, params, options, timeout, why)
+
+    def _run_check(self, check: str, shape: list[int], shape_text: str, params: dict[str, Any],
+                   options: dict[str, Any], timeout: float, why: str) -> dict[str, Any]:
         since = self._log_size()
         try:
             self._send({"op": "check", "check": check, "shape": shape, "params": params, "options": options})
@@ -199,13 +251,16 @@ class SandboxClient:
         try:
             reply = self._receive(timeout)
         except TimeoutError:
+            self.check_timed_out = True
             self.stop()
             details = self._with_output(["an endless loop, a deadlock at a barrier some threads never reach, "
                                          "or a kernel far slower than the timeout allows"], since)
-            raise GemmCheckFailure(cat.TIMEOUT, f"{check} at {shape_text} did not finish within {timeout:g} s "
-                                   "(--gemm-timeout); the kernel's process was killed", details) from None
+            raise GemmCheckFailure(cat.TIMEOUT, f"{check} at {shape_text} did not finish within {timeout:.4g} s "
+                                   f"({why}); the kernel's process was killed", details) from None
         if reply is None:
             raise self._death(shape_text, check)
+        self.last_seconds = reply.get("seconds")
+        self.peak_pool_bytes = max(self.peak_pool_bytes, int((reply.get("memory") or {}).get("pool_bytes", 0)))
         if reply["status"] == "fail":
             reply["details"] = self._with_output(list(reply.get("details", [])), since)
         if reply.get("restart"):  # the child's CUDA context is poisoned: start afresh next time
@@ -228,89 +283,7 @@ def _raise(reply: dict[str, Any]) -> Any:
     raise RuntimeError(reply.get("message", "the sandbox failed"))
 
 
-# ---- the child -------------------------------------------------------------
+if __name__ == "__main__":  # the child used to be started as this module
+    from .sandbox_child import child
 
-def _dispatcher() -> Callable[..., Any]:
-    """``dispatch.run_check``, or the function ``PYTEST_GEMM_DISPATCH`` names (a test hook)."""
-    target = os.environ.get(DISPATCH_ENV, "")
-    if not target:
-        from .dispatch import run_check
-
-        return run_check
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr or "run_check")
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this child when the pytest process dies (say, killed by a
-    CI timeout): it runs in its own session, so nothing else would stop a kernel
-    that is still spinning on the GPU."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _child(read_fd: int, write_fd: int) -> None:
-    _die_with_parent()
-    reader = os.fdopen(read_fd, "r")
-    writer = os.fdopen(write_fd, "w", buffering=1)
-
-    def send(message: dict[str, Any]) -> None:
-        writer.write(json.dumps(message, default=str) + "\n")
-        writer.flush()
-
-    kernel = None
-    for line in reader:
-        request = json.loads(line)
-        facts: dict[str, Any] = {}
-        try:
-            if request["op"] == "load":
-                from ..kernels.loader import load_spec
-                from ..measure.integrity import pin
-
-                pin()  # before the kernel's module runs: what it replaces later is seen (measure/integrity.py)
-
-                if request["rootdir"] not in sys.path:
-                    sys.path.insert(0, request["rootdir"])
-                kernel = load_spec(request["spec"], __import__("pathlib").Path(request["rootdir"]))[request["index"]]
-                send({"status": "ok"})
-                continue
-            run_check = _dispatcher()
-            run_check(kernel, request["check"], request["shape"], request["params"], request["options"], facts)
-            send({"status": "ok", "facts": facts})
-        except GemmCheckFailure as exc:
-            send({"status": "fail", "category": exc.category, "summary": exc.summary,
-                  "details": exc.details, "facts": facts, "restart": exc.category == cat.FAULT})
-        except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
-            if type(exc).__name__ == "Skipped":
-                send({"status": "skip", "reason": str(getattr(exc, "msg", exc))})
-                continue
-            if type(exc).__name__ == "UsageError":
-                send({"status": "usage", "message": str(exc)})
-                continue
-            if isinstance(exc, SystemExit):  # sys.exit() in a launcher: as if the process had ended
-                shape_text = "x".join(map(str, request.get("shape") or []))
-                send({"status": "fail", "category": cat.FAULT,
-                      "summary": f"{request.get('check', 'load')} at {shape_text}: the kernel called "
-                                 f"sys.exit({exc.code!r})",
-                      "details": ["a kernel must return, not end the process; later checks run in a "
-                                  "fresh process"], "facts": facts, "restart": True})
-                return
-            cuda = cat.is_cuda_error(exc)
-            category = cat.FAULT if cuda else cat.LAUNCH_ERROR
-            where = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            send({"status": "fail", "category": category,
-                  "summary": f"{request.get('check', 'load')} raised {where}",
-                  "details": [] if cuda else traceback.format_exc().splitlines()[-8:],
-                  "facts": facts, "restart": cuda})
-            if cuda:
-                return  # the context is unusable: the parent starts a fresh child
-
-
-if __name__ == "__main__":
-    _child(int(sys.argv[1]), int(sys.argv[2]))
+    child(int(sys.argv[1]), int(sys.argv[2]))

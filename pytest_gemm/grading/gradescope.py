@@ -125,8 +125,10 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
     """(the Gradescope test, the machine-readable tally)."""
     weight = _group_weight(g, config)
     passed = [r for r in g.records if r.get("outcome") == "passed"]
-    failed = [r for r in g.records if r.get("outcome") == "failed"]
-    skipped = [r for r in g.records if r.get("outcome") == "skipped"]
+    # the harness's own out-of-memory is no verdict on the kernel: not counted, like a skip
+    harness = [r for r in g.records if r.get("category") == "harness_out_of_memory"]
+    failed = [r for r in g.records if r.get("outcome") == "failed" and r not in harness]
+    skipped = [r for r in g.records if r.get("outcome") == "skipped"] + harness
     ran = passed + failed
     label = registry.get(g.check).display if g.check in registry.BY_NAME else g.check
     lines: list[str] = []
@@ -190,7 +192,7 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
         "name": name, "score": score, "max_score": weight,
         "status": "passed" if ran and not failed else "failed",
         "output": "\n".join(lines), "visibility": _group_visibility(g, config),
-        "tags": [g.check] + categories,
+        "tags": [g.check] + categories + (["harness_out_of_memory"] if harness else []),
     }
     tally = {"score": score, "max_score": weight, "passed": len(passed), "failed": len(failed),
              "skipped": len(skipped)}

@@ -25,9 +25,23 @@ WATCHED: tuple[tuple[str, str], ...] = (
 _PINNED: dict[str, tuple[Any, str, Any]] = {}
 
 
+def _gpu_usable() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no CuPy, no driver: nothing will be timed here
+        return False
+
+
 def pin() -> None:
-    """Remember the functions in ``WATCHED`` as they are now (before any kernel is imported)."""
+    """Remember the functions in ``WATCHED`` as they are now (before any kernel is imported);
+    CuPy's and this package's timing modules only where a GPU is usable (nothing is timed
+    otherwise)."""
+    gpu = _gpu_usable()
     for module_name, attr in WATCHED:
+        if not gpu and module_name != "time":
+            continue
         try:
             module = importlib.import_module(module_name)
         except ImportError:

@@ -18,6 +18,9 @@ LAUNCH_ERROR = "launch_error"
 TIMING_ESCAPE = "timing_escape"
 STALE_OUTPUT = "stale_output"
 BETA_ZERO_READS_C = "beta_zero_reads_c"
+# The test harness (not the kernel) ran out of GPU memory, after freeing and retrying once:
+# the check could not be run, which is no verdict on the kernel.
+HARNESS_OUT_OF_MEMORY = "harness_out_of_memory"
 
 ALL: tuple[str, ...] = (
     WRONG_VALUES,
@@ -33,6 +36,7 @@ ALL: tuple[str, ...] = (
     TIMING_ESCAPE,
     STALE_OUTPUT,
     BETA_ZERO_READS_C,
+    HARNESS_OUT_OF_MEMORY,
 )
 
 
@@ -68,6 +72,7 @@ __all__ = [
     "WRONG_VALUES", "UNWRITTEN_OUTPUT", "OUT_OF_BOUNDS_WRITE", "INPUT_MODIFIED", "NONDETERMINISTIC",
     "PRECISION_TOO_LOW", "FAULT", "TIMEOUT", "COMPILE_ERROR", "LAUNCH_ERROR", "TIMING_ESCAPE", "STALE_OUTPUT",
     "BETA_ZERO_READS_C",
+    "HARNESS_OUT_OF_MEMORY",
 ]
 
 

@@ -217,13 +217,19 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
     - passed: nothing failed and a GPU check (beyond compile and launch) passed.
     - compiled only: nothing failed, the compile checks passed and the GPU checks were
       skipped for want of a GPU.
-    - incomplete: nothing failed, but no correctness check ran (only launch or timing).
+    - incomplete: nothing failed, but no correctness check ran (only launch or timing), or the
+      harness ran out of GPU memory in some check (``harness_out_of_memory``: not the kernel's
+      failure, never its root cause).
     - skipped: nothing ran.
     """
     notes = []
     if any(r.check == "beta_zero" and r.passed and r.facts.get("blas_beta_zero") is False for r in checks):
         notes.append("declared beta_zero=\"reads_c\": reads C when beta == 0, so it is not BLAS-conformant there")
-    failed = [r for r in checks if r.failed]
+    harness = [r for r in checks if r.failed and r.category == cat.HARNESS_OUT_OF_MEMORY]
+    if harness:  # the harness's failure, not the kernel's: those checks did not run
+        notes.append(f"{len(harness)} check(s) could not run: the test harness ran out of GPU memory "
+                     f"(first {harness[0].where}); no verdict on the kernel there")
+    failed = [r for r in checks if r.failed and r.category != cat.HARNESS_OUT_OF_MEMORY]
     if failed:
         category = _primary(failed, checks)
         candidates = [r for r in failed if r.category == category] or \
@@ -234,6 +240,8 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
             diagnosis = ("random-input errors exceed the bound but do not follow a lower precision's rounding "
                          "(or the exact checks fail too): " + head.where)
         return Verdict("failed", category, diagnosis, head.where, _consequences(failed, category), notes)
+    if harness:
+        return Verdict("incomplete", notes=notes)
     if any(r.passed and r.check not in ("compile", "launch", *TIMED_CHECKS) for r in checks):
         return Verdict("passed", notes=notes)
     if any(r.passed and r.check == "compile" for r in checks):
@@ -252,8 +260,8 @@ def timing_trusted(result: KernelResult) -> bool:
     speed check's timing untrustworthy, and neither does reading C at beta == 0 (the kernel is
     right on finite C; it is ranked, marked)."""
     for r in result.checks:
-        if r.failed and r.category == cat.BETA_ZERO_READS_C:
-            continue  # BLAS's beta == 0 rule alone: every other check ran on finite C and passed
+        if r.failed and r.category in (cat.BETA_ZERO_READS_C, cat.HARNESS_OUT_OF_MEMORY):
+            continue  # BLAS's beta == 0 rule alone (right on finite C); the harness's own failure
         if r.failed and (r.check not in TIMED_CHECKS or r.category in UNTRUSTED_TIMING):
             return False
     return True

@@ -40,7 +40,9 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _params(config: pytest.Config, check: registry.Check, marker: pytest.Mark) -> list[Any]:
-    shapes = marker.kwargs.get("shapes") or (marker.args[1] if len(marker.args) > 1 else None) or check.shapes
+    quick = check.quick is not None and state(config).shapes == "quick"  # --gemm-shapes quick
+    shapes = (marker.kwargs.get("shapes") or (marker.args[1] if len(marker.args) > 1 else None)
+              or (check.quick if quick else check.shapes))
     if shapes == "bench":
         shapes = [state(config).bench_shape]
     params = marker.kwargs.get("params") or check.params

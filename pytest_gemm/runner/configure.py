@@ -109,12 +109,16 @@ def configure(config: pytest.Config) -> None:
                 raise
     else:
         kernels = []
+    shapes = getattr(opt, "gemm_shapes", None) or str(config.getini("gemm_shapes") or "").strip() or "full"
+    if shapes not in ("quick", "full"):
+        raise pytest.UsageError(f"gemm_shapes = {shapes!r} (in {config.inipath or 'the pytest ini'}): expected "
+                                "quick or full")
     timeout = getattr(opt, "gemm_timeout", None)
     if timeout is not None and timeout <= 0:
         raise pytest.UsageError(f"--gemm-timeout {timeout}: expected a number of seconds > 0, e.g. 60")
     config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction, gpu_shared=gpu_shared,
                                     isolation=getattr(opt, "gemm_isolation", "process"), timeout=timeout, grading=grading,
-                                    sweep=sweep, plot=plot,
+                                    sweep=sweep, plot=plot, shapes=shapes,
                                     # a grader scores the student's own checks only
                                     rank_ladder=bool(specs) and not getattr(opt, "gemm_gradescope", None)
                                     and bool(getattr(opt, "gemm_ladder", False)))

@@ -1,17 +1,45 @@
 """Running one check on one kernel: in the kernel's child process (the default), or in
-this process with ``--gemm-isolation none``."""
+this process with ``--gemm-isolation none``.
+
+Bounded resources: a worker keeps at most ``MAX_LIVE_SANDBOXES`` kernel processes alive
+(``PYTEST_GEMM_MAX_PROCESSES`` overrides it); starting another stops the least recently
+used, which starts afresh (import, compile) when its kernel's next check comes. The
+trusted ladder's rungs share one process, which counts as one. Each child frees CuPy's
+memory pools after every check, so an idle one holds its CUDA context and little else.
+When the harness runs out of GPU memory even after its retry, the worker's other idle
+processes are stopped, so that the next checks find the memory they held. With more kernels
+than the bound, ``order_by_kernel`` runs each kernel's checks together, so that each kernel
+starts its process about once per worker instead of once per check.
+
+Timeouts: ``check_timeout`` is a check's own limit (start-up is bounded apart);
+``checks/hangs.py`` shortens it for a kernel that already timed out. Every check holds the
+GPU-wide lock (``gpu_lock.py``): timed checks alone, the others shared; a new process holds it
+shared while it prepares the kernel (CUDA context, module load), so no timing sees that either.
+"""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 
+from ..checks import registry
+from ..checks.hangs import HangLedger, flops_of
+from ..model import categories as cat
+from ..model.categories import GemmCheckFailure
 from ..model.contract import GemmKernel
+from .gpu_lock import gpu_lock
 from .state import GemmState, is_ladder_entry, state
+
+MAX_LIVE_SANDBOXES = 4               # kernel processes one worker keeps alive
+MAX_PROCESSES_ENV = "PYTEST_GEMM_MAX_PROCESSES"
+DEFAULT_TIMEOUT_S = 20.0             # a check's timeout at a small shape (start-up not included)
+DEFAULT_RATE_FLOPS = 5e9             # plus the time its product takes at 5 GFLOP/s
 
 
 def check_timeout(st: GemmState, shape: tuple[int, int, int], params: dict[str, Any] | None = None) -> float:
-    """--gemm-timeout, or 60 s plus 1 s per TFLOP of one product at this shape (a sweep: sweep.sweep_timeout)."""
+    """--gemm-timeout, or 20 s plus 1 s per 5 GFLOP of one product at this shape (a sweep:
+    sweep.sweep_timeout). It bounds the check alone: start-up has its own limits."""
     if st.timeout is not None:
         return st.timeout
     if params and params.get("shapes"):
@@ -19,7 +47,64 @@ def check_timeout(st: GemmState, shape: tuple[int, int, int], params: dict[str, 
 
         return sweep_timeout(params["shapes"])
     m, n, k = shape
-    return 60.0 + 2.0 * m * n * k / 1e12
+    return DEFAULT_TIMEOUT_S + 2.0 * m * n * k / DEFAULT_RATE_FLOPS
+
+
+def max_live_sandboxes(env: dict[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    text = env.get(MAX_PROCESSES_ENV, "").strip()
+    if not text:
+        return MAX_LIVE_SANDBOXES
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise pytest.UsageError(f"{MAX_PROCESSES_ENV}={text!r}: expected a whole number >= 1 of kernel processes "
+                                f"per worker, e.g. {MAX_LIVE_SANDBOXES}")
+    return value
+
+
+def acquire(sandboxes: dict[Any, Any], key: Any, make: Any, bound: int) -> Any:
+    """The client for ``key`` (made by ``make()`` the first time), now the most recently used;
+    the least recently used others are stopped so that at most ``bound`` stay alive with it."""
+    client = sandboxes.pop(key, None)
+    if client is None:
+        client = make()
+    sandboxes[key] = client  # dicts keep insertion order: the last is the most recent
+    alive = [c for k, c in sandboxes.items() if k != key and c.alive]
+    for old in alive[:max(0, len(alive) - (bound - 1))]:
+        old.stop()
+    return client
+
+
+def order_by_kernel(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With more kernels than a worker keeps processes for, run each kernel's checks one after
+    another (stable; other tests keep their places): in the registry's check-by-check order a
+    worker would meet every kernel once per check and restart (import, compile) each every time."""
+    st = state(config, None)
+    if st is None or st.isolation == "none":
+        return
+    slots, keys = [], []
+    for i, item in enumerate(items):
+        case = item.callspec.params.get("gemm_case") if hasattr(item, "callspec") else None
+        if case is not None:
+            slots.append(i)
+            keys.append("ladder" if is_ladder_entry(config, case.kernel) else id(case.kernel))
+    rank = {key: n for n, key in enumerate(dict.fromkeys(keys))}
+    if len(rank) <= max_live_sandboxes():
+        return
+    ordered = [item for _, item in sorted(zip(keys, (items[i] for i in slots)), key=lambda pair: rank[pair[0]])]
+    for i, item in zip(slots, ordered):
+        items[i] = item
+
+
+def _is_timed(check: str) -> bool:
+    """Timed checks (speed, sweep) are those that can report a timing escape."""
+    try:
+        return cat.TIMING_ESCAPE in registry.get(check).categories
+    except ValueError:
+        return False
 
 
 def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape: tuple[int, int, int],
@@ -27,31 +112,82 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     """Run one check on one kernel, in its child process (or in-process with --gemm-isolation none)."""
     st = state(config)
     options = {"min_cublas_fraction": st.min_cublas_fraction}
+    timed = _is_timed(check)
     if st.isolation == "none":
-        from ..checks.dispatch import run_check
-
-        facts: dict[str, Any] = {}
-        try:
-            run_check(kernel, check, shape, params, options, facts)
-        except Exception as exc:
-            exc.facts = facts  # type: ignore[attr-defined]
-            raise
-        return facts
+        return _run_here(kernel, check, shape, params, options, timed)
     from ..checks.sandbox import SandboxClient
 
     spec, index = kernel.origin_spec  # type: ignore[union-attr]
+    ledger: HangLedger = st.hangs.setdefault((spec, index), HangLedger())
+    label = f"{check} at {'x'.join(map(str, shape))}"
+    reason = ledger.not_run()
+    if reason is not None:
+        raise GemmCheckFailure(cat.TIMEOUT, f"{label}: {reason}", [])
+    flops = flops_of(shape, params)
+    timeout, why = ledger.budget(check_timeout(st, shape, params), flops, timed)
     # The ladder timed for the ranking is ours and trusted: its rungs share one process
     # (one CUDA context, one measurement of the roofs) instead of starting one each.
     key = "ladder" if is_ladder_entry(config, kernel) else id(kernel)
-    client = st.sandboxes.get(key)
-    if client is None:
-        client = st.sandboxes[key] = SandboxClient(spec, index, str(config.invocation_params.dir))
+    rootdir = str(config.invocation_params.dir)
+    client = acquire(st.sandboxes, key, lambda: SandboxClient(spec, index, rootdir), max_live_sandboxes())
     client.target(spec, index)
-    return client.run(check, list(shape), params, options, check_timeout(st, shape, params))
+    try:
+        facts = client.run(check, list(shape), params, options, timeout, guard=lambda: gpu_lock(timed),
+                           why=why or _timeout_source(st, params),
+                           startup_guard=lambda: gpu_lock(False))  # a context, a module: not during a timing
+    except GemmCheckFailure as exc:
+        if exc.category == cat.TIMEOUT and client.last_seconds is None:
+            if getattr(client, "check_timed_out", False):
+                ledger.timed_out(label)
+            else:  # start-up ran out of its own limit: do not pay it again for every check
+                ledger.startup_failure = exc.summary
+        elif client.last_seconds is not None:
+            ledger.done(client.last_seconds, flops)
+        if exc.category == cat.HARNESS_OUT_OF_MEMORY:
+            for other in st.sandboxes.values():
+                if other is not client:
+                    other.stop()
+        raise
+    except BaseException:
+        if client.last_seconds is not None:  # a skip, a usage error: it completed
+            ledger.done(client.last_seconds, flops)
+        raise
+    if client.last_seconds is not None:
+        ledger.done(client.last_seconds, flops)
+    return facts
+
+
+def _timeout_source(st: GemmState, params: dict[str, Any]) -> str:
+    if st.timeout is not None:
+        return "--gemm-timeout"
+    if params.get("shapes"):
+        return "the sweep's default: 60 s, plus 30 s and 10 s per TFLOP for each size; see --gemm-timeout"
+    return "the default: 20 s plus 1 s per 5 GFLOP; see --gemm-timeout"
+
+
+def _run_here(kernel: GemmKernel, check: str, shape: tuple[int, int, int], params: dict[str, Any],
+              options: dict[str, Any], timed: bool) -> dict[str, Any]:
+    """--gemm-isolation none: the same check, memory release and out-of-memory retry, in this process."""
+    from ..checks.dispatch import release_memory, run_check
+    from ..checks.sandbox_child import default_prepare, run_with_retry
+
+    facts: dict[str, Any] = {}
+    try:
+        default_prepare(kernel)
+        with gpu_lock(timed):
+            run_with_retry(run_check, release_memory, kernel, check, list(shape), params, options, facts)
+    except Exception as exc:
+        exc.facts = facts  # type: ignore[attr-defined]
+        raise
+    finally:
+        try:
+            release_memory()
+        except Exception:  # noqa: BLE001 - a CUDA context the kernel broke; the failure says so
+            pass
+    return facts
 
 
 def stop_sandboxes(config: pytest.Config) -> None:
     if state(config, None) is not None:
         for client in state(config).sandboxes.values():
             client.stop()
-

@@ -57,6 +57,8 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
     requested = getattr(params.get("gemm_case"), "requested", None)
     if requested is not None:  # run at the nearest shape the kernel claims (its multiple_of)
         record["requested_shape"] = list(requested)
+    if report.when == "call":
+        record["wall_s"] = round(report.duration, 3)  # the test's wall time: slow checks show in the report
     if is_ladder_entry(item.config, kernel):
         record["ladder"] = True  # timed for the ranking only; its conformance is the ladder's own run
     message = _outcome_message(call, report)

@@ -26,7 +26,9 @@ class GemmState:
     timeout: float | None = None
     gpu_shared: bool = False           # xdist workers outnumber GPUs: timings are marked
     results: list[dict[str, Any]] = field(default_factory=list)
-    sandboxes: dict[Any, Any] = field(default_factory=dict)   # kernel id (or "ladder") -> SandboxClient
+    sandboxes: dict[Any, Any] = field(default_factory=dict)   # kernel id (or "ladder") -> SandboxClient, LRU order
+    hangs: dict[Any, Any] = field(default_factory=dict)       # (spec, index) -> checks.hangs.HangLedger
+    shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
     grading: Any = None                                          # gradescope.GradingConfig
     sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
     plot: str | None = None                                      # --gemm-plot path

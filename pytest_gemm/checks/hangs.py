@@ -1,0 +1,79 @@
+"""How long a kernel's checks may run once it has hung: pure bookkeeping, no processes.
+
+A hang costs a whole timeout and a fresh process, so a kernel that never finishes would
+cost its timeout once per check. After a kernel's first timeout its later checks get a
+short budget instead: ``HANG_FLOOR_S`` plus the check's floating-point operations at
+``HANG_RATE_FLOPS``, or ``HANG_FACTOR`` times what its completed checks of comparable work
+(at least 1/8 of this check's) predict when that is more, never more than the normal
+timeout; a timed check (speed, sweep: mostly inputs, roofs and repeats, not the product)
+gets at least ``TIMED_HANG_FLOOR_S``. A kernel that has timed out ``HANG_STREAK`` times
+without completing a single check gets its remaining checks failed as timeouts without
+running them; a kernel that completed a check is never cut off: each of its checks runs,
+with its short budget. A start-up (import, compile) that ran out of its own time limit is
+not tried again for every check either.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+HANG_FLOOR_S = 3.0          # the shortest budget of a check after its kernel timed out
+HANG_RATE_FLOPS = 20e9      # ... plus its product at 20 GFLOP/s
+TIMED_HANG_FLOOR_S = 30.0   # the shortest budget of a timed check (speed, sweep)
+HANG_FACTOR = 5.0           # times the duration the kernel's completed checks predict
+HANG_STREAK = 3             # timeouts with no completed check, after which the rest is not run
+
+
+def flops_of(shape: Sequence[int], params: dict | None = None) -> float:
+    """The floating-point operations a check's products take: its shape's, or a sweep's sizes'."""
+    shapes = (params or {}).get("shapes") or [shape]
+    return float(sum(2 * int(s[0]) * int(s[1]) * int(s[2]) for s in shapes))
+
+
+@dataclass
+class HangLedger:
+    """One kernel's record: what its checks took, where it timed out."""
+
+    completed: list[tuple[float, float]] = field(default_factory=list)  # (seconds, flops)
+    timeouts: list[str] = field(default_factory=list)                   # "exact at 1x1x1"
+    startup_failure: str | None = None                                  # a start-up that ran out of time
+
+    def done(self, seconds: float, flops: float) -> None:
+        self.completed.append((max(0.0, float(seconds)), max(1.0, float(flops))))
+
+    def timed_out(self, label: str) -> None:
+        self.timeouts.append(label)
+
+    def estimate(self, flops: float) -> float | None:
+        """Seconds this kernel's completed checks of comparable work predict for ``flops`` (the
+        tightest), or None: tiny checks' durations are overheads, which say nothing of large ones."""
+        comparable = [(s, f) for s, f in self.completed if f >= flops / 8]
+        if not comparable:
+            return None
+        return min(s * max(1.0, flops / f) for s, f in comparable)
+
+    def budget(self, normal: float, flops: float, timed: bool = False) -> tuple[float, str | None]:
+        """(seconds, why) for the next check: ``normal`` (why None) until the first timeout."""
+        if not self.timeouts:
+            return normal, None
+        base = max(TIMED_HANG_FLOOR_S if timed else 0.0, HANG_FLOOR_S + flops / HANG_RATE_FLOPS)
+        predicted = self.estimate(flops)
+        seconds = min(normal, max(base, HANG_FACTOR * (predicted or 0.0)))
+        basis = f"{base:.3g} s for its work"
+        if predicted is not None:
+            basis += f" or {HANG_FACTOR:g} x the {predicted:.3g} s its completed checks predict"
+        return seconds, (f"a short budget, since this kernel already timed out ({self.timeouts[0]}): {basis}, "
+                         f"at most the normal {normal:.4g} s")
+
+    def not_run(self) -> str | None:
+        """Why the next check is failed without running, or None when it runs."""
+        if self.startup_failure is not None:
+            return (f"not run: starting this kernel already failed ({self.startup_failure}); "
+                    "it is not tried again for every check")
+        if len(self.timeouts) >= HANG_STREAK and not self.completed:
+            return (f"not run: this kernel timed out in its first {len(self.timeouts)} checks "
+                    f"({', '.join(self.timeouts[:HANG_STREAK])}) without completing any, so its remaining "
+                    "checks fail as timeouts without running (a kernel that never finishes costs seconds, "
+                    "not minutes); fix the hang (an endless loop, or a barrier some threads never reach) "
+                    "and run again")
+        return None

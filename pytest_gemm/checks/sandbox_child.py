@@ -1,0 +1,261 @@
+"""The sandbox child: the process that loads one kernel and runs its checks on request
+(``checks/sandbox.py`` is the parent's side and documents the protocol).
+
+Requests are JSON lines: ``load`` (import the kernel by its spec), ``prepare`` (CUDA
+initialisation, compiling and loading the kernel: bounded by its own time limit, so a
+check's timeout measures the check alone) and ``check``. Each reply carries the check's own
+duration (``seconds``). After every check the child frees what CuPy's memory pools keep
+(``dispatch.release_memory``), so an idle child holds little more than its CUDA context.
+
+Out of memory: an allocation the harness makes (inputs, guard bands, references, timed
+buffers) that fails is freed and the check retried once; if it fails again the check fails
+with ``harness_out_of_memory``, which is no verdict on the kernel. An allocation made while
+the kernel's own launcher runs (a Python launcher's workspace, a launch that needs more
+local memory than the GPU has) stays the kernel's responsibility: it fails like any other
+error of the kernel (``fault``).
+
+Test hook: the module named by ``PYTEST_GEMM_DISPATCH="module:function"`` replaces
+``dispatch.run_check``; that module may also define ``prepare(kernel)`` and
+``release_memory()``, which then replace the defaults below.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..model import categories as cat
+from ..model.categories import GemmCheckFailure
+
+DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"  # test hook: "module:function" the child runs checks with
+KERNEL_MARK = "gemm_raised_by_kernel"  # set on an exception raised while the kernel's launcher ran
+
+
+# ---- out of memory: whose allocation was it ----------------------------------------------
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or during (``raise ... from None`` too)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__]
+
+
+def _is_oom(e: BaseException) -> bool:
+    if type(e).__name__ == "OutOfMemoryError":  # cupy.cuda.memory.OutOfMemoryError
+        return True
+    if not cat.is_cuda_error(e):
+        return False
+    text = str(e)
+    return any(s in text for s in ("out of memory", "OUT_OF_MEMORY", "MemoryAllocation", "Out of memory"))
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """CuPy's OutOfMemoryError or a CUDA out-of-memory error, raised or wrapped anywhere in the chain."""
+    return any(_is_oom(e) for e in _chain(exc))
+
+
+def raised_by_kernel(exc: BaseException) -> bool:
+    return any(getattr(e, KERNEL_MARK, False) for e in _chain(exc))
+
+
+def is_harness_oom(exc: BaseException) -> bool:
+    """Out of memory outside the kernel's own launcher: the harness's problem, not the kernel's."""
+    return is_out_of_memory(exc) and not raised_by_kernel(exc)
+
+
+class KernelCall:
+    """Wraps a harness's loaded kernel: whatever its call raises is marked as the kernel's own."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._inner(*args, **kwargs)
+        except BaseException as exc:
+            try:
+                setattr(exc, KERNEL_MARK, True)
+            except (AttributeError, TypeError):
+                pass
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def mark_kernel_calls(h: Any) -> Any:
+    if not isinstance(h.loaded, KernelCall):
+        h.loaded = KernelCall(h.loaded)
+    return h
+
+
+def harness_oom_failure(check: str, shape: Any, exc: BaseException) -> GemmCheckFailure:
+    shape_text = "x".join(map(str, shape or []))
+    what = next((str(e) for e in _chain(exc) if _is_oom(e)), str(exc)).strip().splitlines()[0][:200]
+    return GemmCheckFailure(
+        cat.HARNESS_OUT_OF_MEMORY,
+        f"{check} at {shape_text}: the test harness ran out of GPU memory ({what}), also after freeing "
+        "its memory pools and retrying once",
+        ["this is not a verdict on the kernel: the check could not be run. Other processes on this GPU "
+         "hold its memory (nvidia-smi lists them); run fewer of them (fewer xdist workers or gradebook "
+         "--jobs) or free the GPU, then run this check again"])
+
+
+# ---- the hooks: defaults and the test hook ---------------------------------------------------
+
+def default_prepare(kernel: Any) -> None:
+    """CUDA initialisation, compiling and loading the kernel, and CuPy's own kernels that the
+    harness uses: everything a first check would otherwise pay for inside its timeout."""
+    import numpy as np
+
+    from ..kernels.device import require_device
+    from ..kernels.harness import GuardedMatrix, harness_for
+
+    h = mark_kernel_calls(harness_for(kernel, require_device()))
+    probe = GuardedMatrix(np.zeros((2, 2), dtype=np.float32), 256)  # compiles fill, compare, sum, nonzero
+    probe.damage()
+    probe.changed()
+    del h, probe
+
+
+def hooks() -> tuple[Callable[..., Any], Callable[[Any], None], Callable[[], dict[str, int]]]:
+    """(run_check, prepare, release_memory): ``dispatch``'s, or those of the ``PYTEST_GEMM_DISPATCH`` module."""
+    from . import dispatch
+
+    target = os.environ.get(DISPATCH_ENV, "")
+    if not target:
+        return dispatch.run_check, default_prepare, dispatch.release_memory
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    return (getattr(module, attr or "run_check"), getattr(module, "prepare", lambda kernel: None),
+            getattr(module, "release_memory", dispatch.release_memory))
+
+
+def run_with_retry(run_check: Callable[..., Any], release: Callable[[], Any], kernel: Any, check: str,
+                   shape: Any, params: dict[str, Any], options: dict[str, Any], facts: dict[str, Any]) -> None:
+    """Run the check; on a harness-side out of memory, free the pools and run it once more;
+    if that runs out too, raise ``harness_out_of_memory``. ``facts`` holds the last attempt's."""
+    try:
+        run_check(kernel, check, shape, params, options, facts)
+        return
+    except BaseException as exc:  # noqa: BLE001 - inspected, then re-raised
+        if not is_harness_oom(exc):
+            raise
+    facts.clear()
+    release()
+    try:
+        run_check(kernel, check, shape, params, options, facts)
+    except BaseException as exc:  # noqa: BLE001
+        if is_harness_oom(exc):
+            raise harness_oom_failure(check, shape, exc) from exc
+        raise
+
+
+# ---- the child's loop ----------------------------------------------------------------------
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this child when the pytest process dies (say, killed by a
+    CI timeout): it runs in its own session, so nothing else would stop a kernel
+    that is still spinning on the GPU."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _failure_reply(request: dict[str, Any], exc: BaseException, facts: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(the reply for an exception, whether the child must end after sending it)."""
+    what = request.get("check") or request["op"]
+    if isinstance(exc, GemmCheckFailure):
+        restart = exc.category in (cat.FAULT, cat.HARNESS_OUT_OF_MEMORY)  # a fresh process: a fresh context
+        return ({"status": "fail", "category": exc.category, "summary": exc.summary, "details": exc.details,
+                 "facts": facts, "restart": restart}, False)
+    if type(exc).__name__ == "Skipped":
+        return {"status": "skip", "reason": str(getattr(exc, "msg", exc))}, False
+    if type(exc).__name__ == "UsageError":
+        return {"status": "usage", "message": str(exc)}, False
+    if isinstance(exc, SystemExit):  # sys.exit() in a launcher: as if the process had ended
+        shape_text = "x".join(map(str, request.get("shape") or []))
+        return ({"status": "fail", "category": cat.FAULT,
+                 "summary": f"{what} at {shape_text}: the kernel called sys.exit({exc.code!r})",
+                 "details": ["a kernel must return, not end the process; later checks run in a fresh process"],
+                 "facts": facts, "restart": True}, True)
+    if is_harness_oom(exc):  # while loading or preparing: nothing was retried
+        failure = harness_oom_failure(what, request.get("shape"), exc)
+        return ({"status": "fail", "category": failure.category, "summary": failure.summary,
+                 "details": failure.details, "facts": facts, "restart": True}, True)
+    cuda = cat.is_cuda_error(exc)
+    where = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return ({"status": "fail", "category": cat.FAULT if cuda else cat.LAUNCH_ERROR,
+             "summary": f"{what} raised {where}",
+             "details": [] if cuda else traceback.format_exc().splitlines()[-8:],
+             "facts": facts, "restart": cuda}, cuda)  # a CUDA error: the context is unusable
+
+
+def child(read_fd: int, write_fd: int) -> None:
+    _die_with_parent()
+    reader = os.fdopen(read_fd, "r")
+    writer = os.fdopen(write_fd, "w", buffering=1)
+
+    def send(message: dict[str, Any]) -> None:
+        writer.write(json.dumps(message, default=str) + "\n")
+        writer.flush()
+
+    run_check, prepare, release = hooks()
+    kernel = None
+    for line in reader:
+        request = json.loads(line)
+        facts: dict[str, Any] = {}
+        started = time.perf_counter()
+        try:
+            if request["op"] == "load":
+                from ..kernels.loader import load_spec
+                from ..measure.integrity import pin
+
+                pin()  # before the kernel's module runs: what it replaces later is seen (measure/integrity.py)
+
+                if request["rootdir"] not in sys.path:
+                    sys.path.insert(0, request["rootdir"])
+                kernel = load_spec(request["spec"], Path(request["rootdir"]))[request["index"]]
+                send({"status": "ok"})
+                continue
+            if request["op"] == "prepare":
+                prepare(kernel)
+                send({"status": "ok", "seconds": time.perf_counter() - started})
+                continue
+            run_with_retry(run_check, release, kernel, request["check"], request["shape"], request["params"],
+                           request["options"], facts)
+            reply, end = {"status": "ok", "facts": facts}, False
+        except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
+            reply, end = _failure_reply(request, exc, facts)
+            del exc
+        reply["seconds"] = time.perf_counter() - started
+        if request["op"] == "check" and not end and not reply.get("restart"):
+            try:
+                reply["memory"] = release()
+            except Exception as exc:  # noqa: BLE001 - a context the kernel broke: start afresh
+                reply["restart"] = True
+                reply["memory"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+        send(reply)
+        if end:
+            return
+
+
+if __name__ == "__main__":
+    child(int(sys.argv[1]), int(sys.argv[2]))

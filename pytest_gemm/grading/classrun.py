@@ -1,0 +1,115 @@
+"""Grading a whole class: ``jobs`` students at once, spread over the GPUs.
+
+Each running student gets one GPU (``CUDA_VISIBLE_DEVICES``), the one with the fewest
+students on it, so with several GPUs students are spread one GPU each. Students that share
+a GPU run their correctness checks at once; their timed checks (speed, sweep) take the
+GPU-wide lock of ``runner/gpu_lock.py`` and have the GPU to themselves, so their speed
+figures are those of a solo run. A student whose run had a check the harness could not run
+(``harness_out_of_memory``) is graded again, alone, once the others are done; if it happens
+again the row says so (status ``error``) instead of charging the kernel.
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .processes import run_with_limit
+from .students import (DEFAULT_TIMEOUT, ERROR, GRADED, CommandBuilder, Runner, StudentResult, grade_one,
+                       harness_failed, load_grading_config)
+from .submissions import Submission, build_command
+
+
+class GpuSlots:
+    """Which GPU the next student runs on: the one with the fewest students running."""
+
+    def __init__(self, gpus: Sequence[str]):
+        self.load: dict[str, int] = {g: 0 for g in gpus}
+        self.lock = threading.Lock()
+
+    def acquire(self) -> str | None:
+        with self.lock:
+            if not self.load:
+                return None
+            gpu = min(self.load, key=lambda g: (self.load[g], list(self.load).index(g)))
+            self.load[gpu] += 1
+            return gpu
+
+    def release(self, gpu: str | None) -> None:
+        if gpu is not None:
+            with self.lock:
+                self.load[gpu] -= 1
+
+
+def _visible_gpus() -> list[str]:
+    from ..kernels.gpus import visible_gpu_ids
+
+    return visible_gpu_ids()
+
+
+def grade_all(submissions: Sequence[Submission], *, attr: str = "kernel", timeout: float = DEFAULT_TIMEOUT,
+              check_timeout: float | None = None, ini: Path | None = None,
+              extra_args: Sequence[str] = (), jobs: int = 1, runner: Runner = run_with_limit,
+              command_builder: CommandBuilder = build_command, env: dict[str, str] | None = None,
+              log_dir: Path | None = None, gpus: Sequence[str] | None = None,
+              progress: Callable[[StudentResult], None] | None = None) -> list[StudentResult]:
+    """Grade every submission (``jobs`` at a time, spread over ``gpus``: default, the visible
+    ones), in the submissions' order."""
+    import os
+
+    config = load_grading_config(ini)
+    fallback_max = config.max_score()
+    slots = GpuSlots(_visible_gpus() if gpus is None else gpus)
+    base_env = dict(os.environ if env is None else env)
+
+    def one(sub: Submission, report: bool = True) -> StudentResult:
+        gpu = slots.acquire()
+        run_env = dict(base_env, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else base_env
+        try:
+            result = grade_one(sub, attr=attr, timeout=timeout, check_timeout=check_timeout, ini=ini,
+                               extra_args=extra_args, max_score=fallback_max, config=config, runner=runner,
+                               command_builder=command_builder, env=run_env, log_dir=log_dir)
+        finally:
+            slots.release(gpu)
+        if report and progress is not None and not harness_failed(result):
+            progress(result)
+        return result
+
+    if jobs <= 1:
+        results = [one(s) for s in submissions]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(one, submissions))
+    for i, (sub, result) in enumerate(zip(submissions, results)):
+        if harness_failed(result):  # again, alone on the GPU
+            again = one(sub, report=False)
+            if harness_failed(again):
+                again.status = ERROR
+                again.reason = ("error: the grader ran out of GPU memory in some checks twice (once with the "
+                                "others, once alone): not the kernel's fault; grade this student again on a "
+                                "free GPU" + (f"; {again.reason}" if again.reason else ""))
+            else:
+                again.reason = "graded again alone (the grader ran out of GPU memory the first time)" + \
+                    (f"; {again.reason}" if again.reason else "")
+            results[i] = again
+            if progress is not None:
+                progress(again)
+    _usual_max_score(results)
+    return results
+
+
+def _usual_max_score(results: list[StudentResult]) -> None:
+    """Rows with no results of their own get the max score the graded rows had."""
+    graded = Counter(r.max_score for r in results if r.status == GRADED)
+    if not graded:
+        return
+    usual = graded.most_common(1)[0][0]
+    for r in results:
+        tests: list[dict[str, Any]] = r.results.get("tests", [])
+        if r.status != GRADED and all("autograder" in (t.get("tags") or []) for t in tests):
+            r.max_score = usual
+            for test in tests:
+                test["max_score"] = usual
+            r.results.get("extra_data", {}).get("pytest_gemm", {})["max_score"] = usual

@@ -1,0 +1,167 @@
+"""A GPU for tests that have none: run the whole plugin (collection, sandboxes, timeouts, the
+GPU lock, records, reports, the gradebook) on fake checks.
+
+- As a pytest plugin (``-p fakegpu``) it makes ``gemm_check`` find a device (an H200's
+  figures) instead of skipping.
+- As the sandbox's dispatch test hook (``PYTEST_GEMM_DISPATCH=fakegpu:run_check``) it runs
+  fake checks in the kernel's child: what a check does is decided by the kernel's name
+  (``FAKE_KERNELS`` below): finish at once, hang, hang only above a size, run out of memory
+  in the harness or in the launcher, or take a while. ``release_memory`` counts its calls.
+  With ``FAKEGPU_LOG=path`` every check (and every prepare, as check "prepare") appends one
+  line: kernel, check, pid, the releases this process made before it, how many sandbox
+  children its parent has alive, start and end times. ``FAKEGPU_PREPARE_S`` makes prepare slow.
+
+``env(tmp_path)`` is the environment a subprocess (pytester, the gradebook) needs for both.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+FAKE_KERNELS = '''
+from pytest_gemm import kernel
+
+
+def _declare(name):
+    @kernel(name=name)
+    def fake(a, b, c):
+        raise AssertionError("the fake dispatcher never launches a kernel")
+    return fake
+
+
+ok = _declare("ok")
+hang = _declare("hang")                    # every check hangs
+hang_big = _declare("hang_big")            # hangs when M*N*K > 64**3, finishes below
+harness_oom = _declare("harness_oom")      # the harness runs out of memory, every time
+harness_oom_once = _declare("harness_oom_once")  # ... only on the first attempt in a process
+launcher_oom = _declare("launcher_oom")    # the kernel's own launcher runs out of memory
+slow = _declare("slow")                    # every check takes 0.3 s
+wrong = _declare("wrong")                  # every check fails with wrong_values
+slow2 = _declare("slow2")
+crashy = _declare("crashy")                # a CUDA error (a fresh process next time) but in speed
+everything = [ok, hang, hang_big, harness_oom, harness_oom_once, launcher_oom, slow, wrong]
+oks = [_declare(f"ok{i}") for i in range(6)]
+'''
+
+
+class OutOfMemoryError(MemoryError):
+    """Named and placed like cupy.cuda.memory.OutOfMemoryError."""
+
+
+OutOfMemoryError.__module__ = "cupy.cuda.memory"
+
+
+class CUDARuntimeError(RuntimeError):
+    """Named like CuPy's: the child treats it as a poisoned CUDA context."""
+
+
+_RELEASES = [0]
+_ATTEMPTS = [0]
+
+
+def device() -> Any:
+    from pytest_gemm.kernels.device import GemmDevice
+
+    return GemmDevice(index=0, name="Fake H200", compute_capability=(9, 0), sm_count=132,
+                      shared_mem_per_block=48 * 1024, shared_mem_per_block_optin=227 * 1024,
+                      shared_mem_per_sm=228 * 1024, registers_per_sm=65536, registers_per_block=65536,
+                      max_threads_per_sm=2048, l2_bytes=60 * 2 ** 20, clock_mhz=1980.0,
+                      memory_clock_mhz=3201.0, memory_bus_width=6144, total_memory=141 * 2 ** 30)
+
+
+def pytest_configure(config: Any) -> None:
+    import pytest_gemm.runner.fixtures as fixtures
+
+    fixtures.require_device = device  # type: ignore[assignment]
+
+
+def live_siblings() -> int:
+    """Sandbox children of this process's parent that are alive (this one included)."""
+    parent, count = os.getppid(), 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == parent and fields[0] != "Z" and b"sandbox_child" in cmdline:
+            count += 1
+    return count
+
+
+def run_check(kernel: Any, check: str, shape: list[int], params: dict[str, Any], options: dict[str, Any],
+              facts: dict[str, Any]) -> dict[str, Any]:
+    log = os.environ.get("FAKEGPU_LOG")
+    started = time.time()
+    try:
+        return _run_check(kernel, check, shape, facts)
+    finally:
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"{kernel.name} {check} {os.getpid()} {_RELEASES[0]} {live_siblings()} "
+                         f"{started:.6f} {time.time():.6f}\n")
+
+
+def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any]) -> dict[str, Any]:
+    from pytest_gemm.checks.sandbox_child import KernelCall
+    from pytest_gemm.model.categories import GemmCheckFailure
+
+    name = kernel.name
+    facts.update(pid=os.getpid(), releases=_RELEASES[0])
+    m, n, k = shape
+    if check == "speed":
+        facts.update(timing={"shape": shape, "median_ms": 1.0, "min_ms": 1.0, "spread": 0.0, "tflops": 1.0},
+                     fraction_of_cublas=0.5)
+    if name == "hang" or (name == "hang_big" and m * n * k > 64 ** 3):
+        time.sleep(3600)
+    elif name == "harness_oom" or (name == "harness_oom_once" and _ATTEMPTS[0] == 0):
+        _ATTEMPTS[0] += 1
+        raise OutOfMemoryError("Out of memory allocating 1,073,741,824 bytes (allocated so far: 12 MB)")
+    elif name == "launcher_oom":
+        def launcher() -> None:
+            raise OutOfMemoryError("Out of memory allocating 8,589,934,592 bytes (the launcher's workspace)")
+        KernelCall(launcher)()
+    elif name == "crashy" and check != "speed":
+        raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+    elif name in ("slow", "slow2", "crashy"):
+        time.sleep(0.3)
+    elif name == "wrong":
+        raise GemmCheckFailure("wrong_values", f"{check} at {shape}: rows 0..3 of C are wrong", [])
+    return facts
+
+
+def prepare(kernel: Any) -> None:
+    started = time.time()
+    delay = float(os.environ.get("FAKEGPU_PREPARE_S", "0"))
+    if delay:
+        time.sleep(delay)
+    log = os.environ.get("FAKEGPU_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{kernel.name} prepare {os.getpid()} {_RELEASES[0]} {live_siblings()} "
+                     f"{started:.6f} {time.time():.6f}\n")
+
+
+def release_memory() -> dict[str, int]:
+    _RELEASES[0] += 1
+    return {"pool_bytes": 1000 * _RELEASES[0]}
+
+
+def env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """os.environ plus what a subprocess needs to find this module and use it; the GPU lock
+    files go to ``tmp_path`` (tests running at once must not share them)."""
+    out = dict(os.environ)
+    out.pop("PYTEST_ADDOPTS", None)
+    out["PYTHONPATH"] = os.pathsep.join([str(HERE), *[p for p in sys.path if p], out.get("PYTHONPATH", "")])
+    out["PYTEST_GEMM_DISPATCH"] = "fakegpu:run_check"
+    out["PYTEST_GEMM_LOCK_DIR"] = str(tmp_path / "locks")
+    out.update(extra)
+    return out

@@ -1,0 +1,92 @@
+"""The class and scale benchmarks' own logic, with no GPU: the generated class and kernels,
+the comparison with a solo run, the out-of-memory finder."""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from suite_helpers import load_declarations
+
+REPO = Path(__file__).resolve().parent.parent
+bench = load_declarations(REPO / "tools" / "class_benchmark.py", "class_benchmark")
+scale = load_declarations(REPO / "tools" / "scale_benchmark.py", "scale_benchmark")
+
+
+def test_a_class_of_100_has_realistic_proportions_and_every_kind_early():
+    plan = bench.class_plan(100)
+    kinds = Counter(kind for _, _, kind in plan)
+    assert kinds == {"correct": 55, "slow": 15, "wrong": 15, "hanging": 5, "faulting": 10}
+    assert len({s for s, _, _ in plan}) == 100
+    assert {kind for _, _, kind in plan[:6]} == set(kinds)  # a prefix is a small class of its own
+    assert Counter(kind for _, _, kind in bench.class_plan(7)).total() == 7
+
+
+def test_the_generated_class_loads_with_one_distinct_kernel_per_student(tmp_path, monkeypatch):
+    from pytest_gemm.kernels.loader import load_spec
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    plan = bench.make_class(tmp_path, 12)
+    names = []
+    for student, template, _ in plan:
+        assert (tmp_path / student / "kernel.py").is_file()
+        (k,) = load_spec(f"{tmp_path / student / 'kernel.py'}:kernel", tmp_path)
+        assert k.name.startswith(f"{student} (")
+        names.append(k.name)
+    assert len(set(names)) == 12
+    carol = next(s for s, t, _ in plan if t == "carol")
+    assert "blockDim.x / 32" in (tmp_path / carol / "matmul.cu").read_text()  # the hang is kept
+
+
+def test_compare_needs_identical_correctness_and_speed_within_tolerance():
+    def row(score, speed_points, fraction, status="graded"):
+        return {"score": score, "checks": {"exact": 40, "speed": speed_points}, "fraction_of_cublas": fraction,
+                "status": status}
+
+    class_rows = {"a": row(95.5, 10.5, 0.210), "b": row(80, 5, 0.1), "c": row(0, 0, None, "graded")}
+    solo_rows = {"a": row(95.3, 10.3, 0.206), "b": row(85, 5, 0.1), "c": row(0, 0, None)}
+    lines = {line["student"]: line for line in bench.compare(class_rows, solo_rows, 0.02)}
+    assert lines["a"]["same_correctness"] and lines["a"]["speed_within"]  # 0.210 / 0.206 = 1.019
+    assert not lines["b"]["same_correctness"]
+    assert lines["c"]["speed_ratio"] is None and lines["c"]["speed_within"]
+    assert not bench.compare({"a": row(95, 10, 0.25)}, {"a": row(95, 10, 0.2)})[0]["speed_within"]
+
+
+def test_solo_pick_takes_one_of_each_kind_first():
+    plan = bench.class_plan(40)
+    picked = bench.solo_pick(plan, 5)
+    kinds = {kind for s, _, kind in plan if s in picked}
+    assert len(picked) == 5 and kinds == {"correct", "slow", "wrong", "hanging", "faulting"}
+
+
+def test_the_scale_module_has_the_ladder_and_distinct_copies(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    (tmp_path / "scale_kernels.py").write_text(scale.KERNELS_MODULE.format(count=64))
+    module = load_declarations(tmp_path / "scale_kernels.py", "scale_kernels_test")
+    from reference_kernels import LADDER
+
+    names = [k.name for k in module.KERNELS]
+    assert len(names) == 64 == len(set(names))
+    assert names[:len(LADDER)] == [k.name for k in LADDER]
+    copy = next(k for k in module.KERNELS if k.name.endswith("-copy1"))
+    original = next(k for k in LADDER if k.name == copy.name.removesuffix("-copy1"))
+    assert copy.source_path() == original.source_path() and copy.options == original.options
+
+
+def test_out_of_memory_checks_are_found_by_category_or_message():
+    report = {"kernels": [{"name": "k", "checks": [
+        {"check": "speed", "shape": [4096] * 3, "category": "fault",
+         "message": "[fault] speed raised cupy.cuda.memory.OutOfMemoryError: Out of memory allocating"},
+        {"check": "exact", "shape": [1, 1, 1], "category": "harness_out_of_memory", "message": "..."},
+        {"check": "exact", "shape": [2, 2, 2], "category": None, "message": None}]}]}
+    found = scale.out_of_memory_checks(report)
+    assert len(found) == 2 and found[0].startswith("k: speed [4096, 4096, 4096]")
+
+
+def test_the_benchmarks_say_how_to_run_them():
+    for module in (bench, scale):
+        assert "python tools/" in (module.__doc__ or "")
+    with pytest.raises(SystemExit):
+        bench.main(["--help"])

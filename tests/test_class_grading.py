@@ -1,0 +1,205 @@
+"""Many kernels per run, hangs that cost seconds, no resource failure blamed on a kernel:
+the whole plugin run through pytester on a fake GPU (``tests/fakegpu.py``: a device for
+``gemm_check`` and fake checks in the sandbox children), so every test here runs with no GPU.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fakegpu
+from pytest_gemm.model import categories as cat
+
+
+@pytest.fixture
+def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    (pytester.path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
+    for key, value in fakegpu.env(pytester.path).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("PYTEST_GEMM_MAX_PROCESSES", raising=False)
+    return pytester
+
+
+def _run(p: pytest.Pytester, *args: str) -> tuple[Any, dict[str, Any], float]:
+    """(pytester's result, the JSON report's kernels by name, wall seconds)."""
+    started = time.monotonic()
+    result = p.runpytest_subprocess("-p", "fakegpu", "-p", "no:cacheprovider", "--gemm-report", "r.json", *args)
+    took = time.monotonic() - started
+    report = json.loads((p.path / "r.json").read_text())
+    return result, {k["name"]: k for k in report["kernels"]}, took
+
+
+def _log(p: pytest.Pytester) -> list[dict[str, Any]]:
+    rows = []
+    for line in (p.path / "fake.log").read_text().splitlines():
+        name, check, pid, releases, siblings, start, end = line.split()
+        rows.append({"kernel": name, "check": check, "pid": int(pid), "releases": int(releases),
+                     "siblings": int(siblings), "start": float(start), "end": float(end)})
+    return rows
+
+
+# ---- hangs cost seconds -------------------------------------------------------------------
+
+def test_a_kernel_that_always_hangs_is_graded_in_under_60_s_with_default_options(fake):
+    result, kernels, took = _run(fake, "--gemm-kernel", "fake_kernels.py:hang")
+    assert took < 60, f"a hanging kernel took {took:.0f} s"
+    checks = kernels["hang"]["checks"]
+    assert len(checks) == 56 and all(c["category"] == cat.TIMEOUT for c in checks)  # a result for every check
+    first, second, third, fourth = checks[:4]
+    assert "launch at 64x64x64 did not finish within 20 s (the default" in first["message"]
+    assert "did not finish within 3 s (a short budget, since this kernel already timed out (launch at 64x64x64)" \
+        in second["message"]
+    assert third["wall_s"] < 10
+    assert "not run: this kernel timed out in its first 3 checks (launch at 64x64x64, exact at 1x1x1, " \
+           "exact at 2x2x2) without completing any" in fourth["message"]
+    assert all(c["wall_s"] < 1 for c in checks[3:])
+    result.assert_outcomes(failed=56, skipped=2)
+
+
+def test_after_a_timeout_a_kernel_that_completes_checks_runs_each_one_with_a_short_budget(fake):
+    result, kernels, took = _run(fake, "--gemm-kernel", "fake_kernels.py:hang_big", "--gemm-shapes", "quick",
+                                 "--gemm-timeout", "4", "-k", "exact or coverage")
+    by = {(c["check"], tuple(c["shape"]), json.dumps(c["params"])): c for c in kernels["hang_big"]["checks"]}
+    small = [c for key, c in by.items() if key[1][0] * key[1][1] * key[1][2] <= 64 ** 3]
+    big = [c for key, c in by.items() if key[1][0] * key[1][1] * key[1][2] > 64 ** 3]
+    assert small and all(c["outcome"] == "passed" for c in small)  # never cut off: it completes checks
+    assert big and all(c["category"] == cat.TIMEOUT for c in big)
+    first = by[("exact", (127, 255, 63), "{}")]
+    assert "within 4 s (--gemm-timeout)" in first["message"]
+    later = [c for c in big if c is not first]
+    assert all("a short budget" in c["message"] and "not run" not in c["message"] for c in later)
+    assert all(c["wall_s"] < 3.9 for c in later), [c["wall_s"] for c in later]  # 3 s budgets, not 4 s
+    assert took < 4 + 4 * len(later) + 20
+
+
+def test_start_up_is_not_counted_in_a_checks_timeout(fake, monkeypatch):
+    monkeypatch.setenv("FAKEGPU_PREPARE_S", "2.5")  # compiling, say, takes longer than the check's timeout
+    result, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:ok", "--gemm-timeout", "1",
+                              "--gemm-shapes", "quick", "-k", "exact")
+    assert [c["outcome"] for c in kernels["ok"]["checks"]] == ["passed"] * 5
+    assert kernels["ok"]["checks"][0]["wall_s"] > 2.5  # the test's wall time includes it; the check's does not
+
+
+# ---- out of memory ------------------------------------------------------------------------
+
+def test_a_harness_out_of_memory_is_retried_once_then_the_harnesss_problem_not_the_kernels(fake):
+    result, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:harness_oom", "--gemm-kernel",
+                              "fake_kernels.py:harness_oom_once", "--gemm-kernel", "fake_kernels.py:launcher_oom",
+                              "--gemm-shapes", "quick", "-k", "exact")
+    persistent = kernels["harness_oom"]["checks"]
+    assert persistent and {c["category"] for c in persistent} == {cat.HARNESS_OUT_OF_MEMORY}
+    message = persistent[0]["message"]
+    assert "the test harness ran out of GPU memory (Out of memory allocating 1,073,741,824 bytes" in message
+    assert "after freeing its memory pools and retrying once" in message and "not a verdict on the kernel" in message
+    once = kernels["harness_oom_once"]["checks"]
+    assert [c["outcome"] for c in once] == ["passed"] * len(once)  # freed, retried, passed
+    launcher = kernels["launcher_oom"]["checks"]
+    assert {c["category"] for c in launcher} == {cat.FAULT}  # the launcher's own allocation: the kernel's
+    assert "the launcher's workspace" in launcher[0]["message"]
+
+
+# ---- bounded processes, memory released between checks --------------------------------
+
+def test_a_worker_keeps_at_most_the_bound_of_kernel_processes_alive(fake, monkeypatch):
+    monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    monkeypatch.setenv("PYTEST_GEMM_MAX_PROCESSES", "2")
+    result, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:oks", "--gemm-shapes", "quick",
+                              "-k", "launch or exact")
+    result.assert_outcomes(passed=6 * 6)
+    rows = _log(fake)
+    assert max(r["siblings"] for r in rows) <= 2
+    # more kernels than the bound: each kernel's checks run together, so each starts one process
+    assert len({r["pid"] for r in rows}) == 6
+    order = [r["kernel"] for r in rows]
+    assert order == sorted(order, key=lambda name: int(name[2:])), order
+
+
+def _collected(p: pytest.Pytester, *args: str) -> list[str]:
+    result = p.runpytest_subprocess("-p", "fakegpu", "--collect-only", "-q", *args)
+    return [line.split("[", 1)[1].rstrip("]") for line in result.outlines if "::test_check[" in line]
+
+
+def test_tests_are_grouped_by_kernel_only_when_kernels_outnumber_the_process_bound(fake, monkeypatch):
+    args = ("--gemm-kernel", "fake_kernels.py:ok", "--gemm-kernel", "fake_kernels.py:slow", "--gemm-shapes", "quick")
+    few = _collected(fake, *args)
+    assert few[:2] == ["launch-ok-64x64x64", "launch-slow-64x64x64"]  # the registry's order, check by check
+    monkeypatch.setenv("PYTEST_GEMM_MAX_PROCESSES", "1")
+    many = _collected(fake, *args)
+    assert sorted(many) == sorted(few)
+    split = [i for i, test_id in enumerate(many) if "-slow-" in test_id]
+    assert split == list(range(split[0], len(many))) and many[0] == "launch-ok-64x64x64"
+
+
+def test_with_the_default_bound_few_kernels_keep_their_processes(fake, monkeypatch):
+    monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    _run(fake, "--gemm-kernel", "fake_kernels.py:ok", "--gemm-kernel", "fake_kernels.py:slow",
+         "--gemm-kernel", "fake_kernels.py:wrong", "--gemm-shapes", "quick")
+    rows = _log(fake)
+    assert len({r["pid"] for r in rows}) == 3
+    assert max(r["siblings"] for r in rows) == 3
+
+
+def test_each_child_releases_its_memory_pools_after_every_check(fake, monkeypatch):
+    monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    _run(fake, "--gemm-kernel", "fake_kernels.py:ok", "--gemm-kernel", "fake_kernels.py:wrong",
+         "--gemm-shapes", "quick")
+    for kernel in ("ok", "wrong"):
+        releases = [r["releases"] for r in _log(fake) if r["kernel"] == kernel and r["check"] != "prepare"]
+        assert releases == list(range(len(releases))), releases  # one release after each check, failed or not
+
+
+# ---- the GPU lock ---------------------------------------------------------------------------
+
+def test_timed_checks_have_the_gpu_to_themselves_across_xdist_workers(fake, monkeypatch):
+    """... apart from correctness checks and from processes preparing a kernel (a CUDA context,
+    a module load), which share the GPU with each other. crashy's process ends after each of
+    its correctness checks (a CUDA error), so a fresh one prepares all along."""
+    pytest.importorskip("xdist")
+    monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    monkeypatch.setenv("FAKEGPU_PREPARE_S", "0.2")
+    result, _, _ = _run(fake, "-n", "2", "--gemm-kernel", "fake_kernels.py:slow", "--gemm-kernel",
+                        "fake_kernels.py:crashy", "--gemm-shapes", "quick", "-k", "speed or exact or guards")
+    result.assert_outcomes(passed=1 + 5 + 2 + 1, failed=5 + 2)
+    rows = _log(fake)
+    timed = [r for r in rows if r["check"] == "speed"]
+    others = [r for r in rows if r["check"] != "speed"]
+    assert len(timed) == 2 and sum(r["check"] == "prepare" for r in rows) >= 7
+    overlaps_seen = any(a["start"] < b["end"] and b["start"] < a["end"] and a["pid"] != b["pid"]
+                        for a in others for b in others)
+    assert overlaps_seen, "checks and prepares of two workers never ran at once: the shared lock serialised them"
+    for t in timed:
+        for o in rows:
+            if o is not t:
+                assert not (t["start"] < o["end"] and o["start"] < t["end"]), (t, o)
+
+
+# ---- quick shapes, wall time ---------------------------------------------------------------
+
+def test_quick_shapes_run_a_small_set_per_check_and_the_report_has_each_checks_wall_time(fake):
+    result, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:slow", "--gemm-shapes", "quick")
+    checks = kernels["slow"]["checks"]
+    from pytest_gemm.checks import registry
+
+    expected = {"launch": 1, "exact": len(registry.QUICK_EXACT), "coverage": len(registry.QUICK_EDGE),
+                "guards": len(registry.QUICK_EDGE), "deterministic": 1, "accuracy": 2, "speed": 1}
+    assert {c: sum(1 for r in checks if r["check"] == c) for c in expected} == expected
+    assert all(c["wall_s"] >= 0.3 for c in checks)  # each fake check sleeps 0.3 s
+
+
+def test_gemm_shapes_from_the_ini_and_its_errors(fake):
+    fake.makeini("[pytest]\ngemm_shapes = quick\n")
+    result = fake.runpytest_subprocess("-p", "fakegpu", "--gemm-kernel", "fake_kernels.py:ok", "--collect-only", "-q")
+    assert sum(1 for line in result.outlines if "::test_check[exact-" in line) == 5
+    full = fake.runpytest_subprocess("-p", "fakegpu", "--gemm-kernel", "fake_kernels.py:ok", "--gemm-shapes", "full",
+                                     "--collect-only", "-q")
+    assert sum(1 for line in full.outlines if "::test_check[exact-" in line) == 34
+    fake.makeini("[pytest]\ngemm_shapes = fast\n")
+    bad = fake.runpytest_subprocess("-p", "fakegpu", "--gemm-kernel", "fake_kernels.py:ok")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*gemm_shapes = 'fast' (in *): expected quick or full*"])
+    cli = fake.runpytest_subprocess("-p", "fakegpu", "--gemm-kernel", "fake_kernels.py:ok", "--gemm-shapes", "some")
+    cli.stderr.fnmatch_lines(["*--gemm-shapes: invalid choice: 'some' (choose from*quick*full*"])

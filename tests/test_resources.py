@@ -1,0 +1,326 @@
+"""The pieces behind class grading, with no GPU and no pytest run: hang budgets, whose
+out-of-memory it was, memory release, the process bound, the GPU lock, start-up limits."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+import fakegpu
+from pytest_gemm.checks import hangs, sandbox
+from pytest_gemm.checks.hangs import HangLedger, flops_of
+from pytest_gemm.checks.sandbox_child import (KernelCall, harness_oom_failure, is_harness_oom, is_out_of_memory,
+                                              run_with_retry)
+from pytest_gemm.model import categories as cat
+from pytest_gemm.model.categories import GemmCheckFailure
+from pytest_gemm.runner import execution
+from pytest_gemm.runner.gpu_lock import gpu_key, gpu_lock, lock_paths
+
+OOM = fakegpu.OutOfMemoryError
+
+
+# ---- hang budgets ---------------------------------------------------------------------------
+
+def test_the_budget_is_the_normal_timeout_until_the_first_timeout():
+    ledger = HangLedger()
+    ledger.done(0.01, flops_of((64, 64, 64)))
+    assert ledger.budget(47.5, flops_of((4096,) * 3)) == (47.5, None)
+    assert ledger.not_run() is None
+
+
+def test_after_a_timeout_the_budget_is_the_floor_plus_the_work_at_the_hang_rate():
+    ledger = HangLedger()
+    ledger.timed_out("launch at 64x64x64")
+    seconds, why = ledger.budget(20.0, flops_of((127, 255, 63)))
+    assert seconds == pytest.approx(hangs.HANG_FLOOR_S, abs=0.01)
+    assert why is not None and "already timed out (launch at 64x64x64)" in why
+    big, _ = ledger.budget(47.5, flops_of((4096,) * 3))
+    assert big == pytest.approx(hangs.HANG_FLOOR_S + 2 * 4096 ** 3 / hangs.HANG_RATE_FLOPS)
+    assert ledger.budget(5.0, flops_of((4096,) * 3))[0] == 5.0  # never more than the normal timeout
+    assert ledger.budget(47.5, flops_of((4096,) * 3), timed=True)[0] == hangs.TIMED_HANG_FLOOR_S
+
+
+def test_completed_checks_of_comparable_work_raise_the_budget_and_tiny_ones_do_not():
+    ledger = HangLedger()
+    ledger.done(0.002, flops_of((64, 64, 64)))           # overheads: says nothing of 4096^3
+    ledger.timed_out("exact at 127x127x127")
+    assert ledger.estimate(flops_of((4096,) * 3)) is None
+    ledger.done(4.0, flops_of((2048,) * 3))              # a slow kernel: 4 s at 2048^3
+    assert ledger.estimate(flops_of((4096,) * 3)) == pytest.approx(32.0)
+    seconds, why = ledger.budget(200.0, flops_of((4096,) * 3))
+    assert seconds == pytest.approx(hangs.HANG_FACTOR * 32.0) and "its completed checks predict" in why
+
+
+def test_only_a_kernel_that_never_completed_a_check_is_cut_off():
+    never = HangLedger()
+    for label in ("launch at 64x64x64", "exact at 1x1x1", "exact at 2x2x2"):
+        assert never.not_run() is None
+        never.timed_out(label)
+    reason = never.not_run()
+    assert reason is not None and "timed out in its first 3 checks (launch at 64x64x64, exact at 1x1x1" in reason
+    some = HangLedger()
+    some.done(0.1, 1.0)
+    for _ in range(20):
+        some.timed_out("exact at 4096x4096x4096")
+    assert some.not_run() is None
+
+
+def test_a_start_up_that_ran_out_of_time_is_not_tried_again():
+    ledger = HangLedger(startup_failure="preparing the kernel did not finish within 180 s")
+    assert "not run: starting this kernel already failed (preparing the kernel" in ledger.not_run()
+
+
+def test_flops_of_a_sweep_counts_every_size():
+    assert flops_of((2, 3, 4)) == 48
+    assert flops_of((1, 1, 1), {"shapes": [[2, 3, 4], [1, 1, 1]]}) == 50
+
+
+def test_the_default_timeout_is_20_s_plus_1_s_per_5_gflop_and_an_explicit_one_wins():
+    st = types.SimpleNamespace(timeout=None)
+    assert execution.check_timeout(st, (64, 64, 64)) == pytest.approx(20.0, abs=1e-3)
+    assert execution.check_timeout(st, (4096, 4096, 4096)) == pytest.approx(20 + 2 * 4096 ** 3 / 5e9)
+    assert execution.check_timeout(types.SimpleNamespace(timeout=7.0), (4096, 4096, 4096)) == 7.0
+
+
+# ---- whose out of memory ------------------------------------------------------------------
+
+def _wrapped_by_the_harness(exc: BaseException) -> GemmCheckFailure:
+    """What checks/common.run_kernel does with a CUDA error: a fault, raised from None."""
+    try:
+        try:
+            raise exc
+        except BaseException:
+            raise GemmCheckFailure(cat.FAULT, "'k' at 64x64x64: Out of memory", []) from None
+    except GemmCheckFailure as failure:
+        return failure
+
+
+def test_an_out_of_memory_is_found_through_the_chain_even_raised_from_none():
+    failure = _wrapped_by_the_harness(OOM("Out of memory allocating 512 bytes"))
+    assert is_out_of_memory(failure) and is_harness_oom(failure)
+    cuda = type("CUDARuntimeError", (RuntimeError,), {})("cudaErrorMemoryAllocation: out of memory")
+    assert is_harness_oom(cuda)
+    assert not is_out_of_memory(ValueError("Out of memory"))  # not CUDA's, not CuPy's
+    assert not is_out_of_memory(_wrapped_by_the_harness(RuntimeError("cudaErrorIllegalAddress")))
+
+
+def test_what_the_kernels_launcher_raises_stays_the_kernels():
+    def launcher() -> None:
+        raise OOM("Out of memory allocating 8 GB")
+
+    with pytest.raises(OOM) as info:
+        KernelCall(launcher)()
+    assert is_out_of_memory(info.value) and not is_harness_oom(info.value)
+    assert not is_harness_oom(_wrapped_by_the_harness(info.value))
+    guard = KernelCall(types.SimpleNamespace(compiled="cubin", __call__=None))
+    assert guard.compiled == "cubin"  # attributes reach the wrapped kernel
+
+
+def test_run_with_retry_frees_and_retries_once():
+    calls, releases = [], []
+
+    def flaky(kernel, check, shape, params, options, facts):
+        calls.append(1)
+        facts["attempt"] = len(calls)
+        if len(calls) == 1:
+            raise OOM("Out of memory allocating 1 GB")
+
+    facts: dict = {}
+    run_with_retry(flaky, lambda: releases.append(1), None, "exact", [8, 8, 8], {}, {}, facts)
+    assert (len(calls), len(releases), facts) == (2, 1, {"attempt": 2})
+
+    def always(kernel, check, shape, params, options, facts):
+        raise OOM("Out of memory allocating 1 GB")
+
+    with pytest.raises(GemmCheckFailure) as info:
+        run_with_retry(always, lambda: None, None, "speed", [4096] * 3, {}, {}, {})
+    assert info.value.category == cat.HARNESS_OUT_OF_MEMORY
+    assert info.value.summary.startswith("speed at 4096x4096x4096: the test harness ran out of GPU memory")
+
+    def wrong(kernel, check, shape, params, options, facts):
+        calls.append(1)
+        raise GemmCheckFailure(cat.WRONG_VALUES, "rows are wrong", [])
+
+    calls.clear()
+    with pytest.raises(GemmCheckFailure):
+        run_with_retry(wrong, lambda: None, None, "exact", [8, 8, 8], {}, {}, {})
+    assert len(calls) == 1  # only an out of memory is retried
+
+
+def test_the_harness_oom_category_is_a_known_category_and_says_it_is_no_verdict():
+    failure = harness_oom_failure("exact", [1, 2, 3], OOM("Out of memory allocating 4 bytes"))
+    assert cat.HARNESS_OUT_OF_MEMORY in cat.ALL and failure.category == cat.HARNESS_OUT_OF_MEMORY
+    assert "not a verdict on the kernel" in str(failure)
+
+
+# ---- memory release --------------------------------------------------------------------------
+
+class _Pool:
+    def __init__(self, held: int):
+        self.held, self.freed = held, 0
+
+    def total_bytes(self) -> int:
+        return self.held
+
+    def free_all_blocks(self) -> None:
+        self.freed += 1
+        self.held = 0
+
+
+def test_release_memory_frees_the_default_and_pinned_pools(monkeypatch):
+    from pytest_gemm.checks.dispatch import release_memory
+
+    device, pinned = _Pool(3 << 30), _Pool(1 << 20)
+    fake = types.SimpleNamespace(get_default_memory_pool=lambda: device,
+                                 get_default_pinned_memory_pool=lambda: pinned,
+                                 cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1)))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    assert release_memory() == {"pool_bytes": 3 << 30}
+    assert (device.freed, pinned.freed) == (1, 1)
+
+    def no_driver():
+        raise RuntimeError("cudaErrorInsufficientDriver")
+
+    fake.cuda.runtime.getDeviceCount = no_driver  # CuPy imported on a machine with no GPU: nothing to free
+    assert release_memory() == {} and device.freed == 1
+    monkeypatch.delitem(sys.modules, "cupy")
+    assert release_memory() == {}  # a process that never imported CuPy has nothing to free
+
+
+# ---- the process bound -------------------------------------------------------------------------
+
+class _Client:
+    def __init__(self, name: str):
+        self.name, self.alive = name, False
+
+    def stop(self) -> None:
+        self.alive = False
+
+
+def test_acquire_keeps_the_bound_stopping_the_least_recently_used():
+    clients: dict = {}
+
+    def use(key: str) -> _Client:
+        client = execution.acquire(clients, key, lambda: _Client(key), bound=2)
+        client.alive = True  # it runs a check
+        return client
+
+    for key in ("a", "b", "a", "c"):
+        use(key)
+    assert {k for k, c in clients.items() if c.alive} == {"a", "c"}  # b was the least recently used
+    assert list(clients) == ["b", "a", "c"]  # kept (stopped), in use order
+    assert use("b") is clients["b"]
+    assert {k for k, c in clients.items() if c.alive} == {"c", "b"}
+
+
+def test_the_bound_comes_from_the_environment_with_a_clear_error():
+    assert execution.max_live_sandboxes({}) == execution.MAX_LIVE_SANDBOXES
+    assert execution.max_live_sandboxes({"PYTEST_GEMM_MAX_PROCESSES": "8"}) == 8
+    with pytest.raises(pytest.UsageError, match="PYTEST_GEMM_MAX_PROCESSES='0': expected a whole number >= 1"):
+        execution.max_live_sandboxes({"PYTEST_GEMM_MAX_PROCESSES": "0"})
+
+
+# ---- start-up limits ----------------------------------------------------------------------------
+
+def test_a_prepare_over_its_limit_is_reported_as_start_up_not_as_the_check(tmp_path, monkeypatch):
+    (tmp_path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
+    monkeypatch.setattr(sandbox, "PREPARE_TIMEOUT", 1.0)
+    client = sandbox.SandboxClient("fake_kernels.py:ok", 0, str(tmp_path),
+                                   env=fakegpu.env(tmp_path, FAKEGPU_PREPARE_S="30"))
+    try:
+        with pytest.raises(GemmCheckFailure) as info:
+            client.run("exact", [1, 1, 1], {}, {}, timeout=60)
+    finally:
+        client.stop()
+    assert info.value.category == cat.TIMEOUT
+    assert info.value.summary == ("preparing the kernel (CUDA initialisation, compiling and loading it) did not "
+                                  "finish within 1 s")
+    assert "not --gemm-timeout" in info.value.details[0]
+    assert not client.check_timed_out and client.last_seconds is None
+
+
+def test_a_reply_carries_the_checks_own_seconds_and_the_pool_figure(tmp_path):
+    (tmp_path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
+    client = sandbox.SandboxClient("fake_kernels.py:slow", 0, str(tmp_path),
+                                   env=fakegpu.env(tmp_path, FAKEGPU_PREPARE_S="1"))
+    try:
+        client.run("exact", [1, 1, 1], {}, {}, timeout=60)
+        client.run("exact", [1, 1, 1], {}, {}, timeout=60)
+    finally:
+        client.stop()
+    assert 0.3 <= client.last_seconds < 1.0  # the check's 0.3 s, not the 1 s prepare
+    assert client.peak_pool_bytes == 2000    # what the fake release reported the second time
+
+
+# ---- the GPU lock --------------------------------------------------------------------------------
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pytest_gemm.runner.gpu_lock import gpu_lock
+    exclusive, hold, directory, log = sys.argv[1] == "x", float(sys.argv[2]), sys.argv[3], sys.argv[4]
+    with gpu_lock(exclusive, key="7", directory=directory):
+        start = time.time()
+        time.sleep(hold)
+        end = time.time()
+    with open(log, "a") as fh:
+        fh.write(f"{sys.argv[1]} {start} {end}\\n")
+""")
+
+
+def _holders(tmp_path: Path, plan: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
+    """Start one process per (kind, hold seconds, delay before it starts); their held intervals."""
+    (tmp_path / "holder.py").write_text(HOLDER)
+    log = tmp_path / "held.log"
+    procs = []
+    for kind, hold, delay in plan:
+        time.sleep(delay)
+        procs.append(subprocess.Popen([sys.executable, str(tmp_path / "holder.py"), kind, str(hold),
+                                       str(tmp_path / "locks"), str(log)], env=fakegpu.env(tmp_path)))
+    for p in procs:
+        assert p.wait(timeout=60) == 0
+    return [(k, float(s), float(e)) for k, s, e in (line.split() for line in log.read_text().splitlines())]
+
+
+def _overlap(a: tuple[str, float, float], b: tuple[str, float, float]) -> bool:
+    return a[1] < b[2] and b[1] < a[2]
+
+
+def test_exclusive_holders_never_overlap_and_shared_ones_do(tmp_path):
+    held = _holders(tmp_path, [("s", 1.0, 0), ("s", 1.0, 0), ("x", 0.5, 0.3), ("x", 0.5, 0)])
+    shared = [h for h in held if h[0] == "s"]
+    exclusive = [h for h in held if h[0] == "x"]
+    assert _overlap(*shared)
+    for x in exclusive:
+        assert not any(_overlap(x, other) for other in held if other is not x)
+
+
+def test_a_waiting_timed_check_goes_before_later_shared_ones(tmp_path):
+    # a shared holder, then a writer waits, then another shared one arrives: it must wait for the writer
+    held = _holders(tmp_path, [("s", 1.5, 0), ("x", 0.5, 0.5), ("s", 0.2, 0.4)])
+    writer = next(h for h in held if h[0] == "x")
+    late_reader = max((h for h in held if h[0] == "s"), key=lambda h: h[1])
+    assert late_reader[1] >= writer[2] - 0.01
+
+
+def test_the_lock_is_keyed_by_the_gpu_this_process_uses(tmp_path):
+    assert gpu_key({"CUDA_VISIBLE_DEVICES": "3,1"}) == "3"
+    assert gpu_key({}) == "0"
+    assert gpu_key({"CUDA_VISIBLE_DEVICES": "GPU-1a2b/c"}) == "GPU-1a2b_c"
+    lock, turnstile = lock_paths("3", str(tmp_path))
+    assert lock.name == "pytest-gemm-gpu-3.lock" and turnstile.parent == tmp_path
+    with gpu_lock(True, key="3", directory=str(tmp_path)):
+        assert lock.exists()
+
+
+def test_the_lock_can_be_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTEST_GEMM_GPU_LOCK", "off")
+    with gpu_lock(True, key="9", directory=str(tmp_path / "nowhere")):
+        pass
+    assert not (tmp_path / "nowhere").exists()
+    assert os.environ["PYTEST_GEMM_GPU_LOCK"] == "off"
