@@ -16,6 +16,10 @@
 #                                       # cuBLAS fp32/fp16 and our rungs, cuBLAS's kernel per process (ncu),
 #                                       # the tensor candidates  ~4 min
 #   bash tools/gpu_session.sh sizes     # the top rungs and cuBLAS ranked at 2048^3 and 8192^3  ~1 min
+#   bash tools/gpu_session.sh verdicts  # one root cause per kernel (tests/test_verdicts_gpu.py)  ~3 min
+#   bash tools/gpu_session.sh hang      # a hanging student graded with default options (goal: < 60 s)
+#   bash tools/gpu_session.sh scale     # 64 kernels in one -n 4 session, speed checks, no GPU lock  ~3 min
+#   bash tools/gpu_session.sh class     # a generated class of CLASS_SIZE (16) students, --jobs 8  ~2 min
 #   bash tools/gpu_session.sh ladder perf          # stages in order, one install (about 8 min)
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
@@ -25,9 +29,9 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
-[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class ..." >&2; exit 2; }
 for stage in "$@"; do
-  case "$stage" in tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
+  case "$stage" in tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 limit() { timeout -k 15 "$@"; }
@@ -112,6 +116,36 @@ for stage in "$@"; do
       done 2>&1 | tee "$out/cublas_kernels.txt"
       walled 'tensor candidates' 150 python3 tools/perf_candidates.py --only mma-fp16-128x256x64-s3,mma-fp16-128x256x32-s4 \
         --sizes 4096 --rounds 3 --out "$out/candidates.json" 2>&1 | tail -14 | tee "$out/candidates.txt"
+      ;;
+    verdicts)
+      # one root cause per kernel: the whole suite on tests/broken and tests/verdicts (~3 min);
+      # VERDICT_KERNELS=own_stream,current_stream narrows it
+      PYTEST_GEMM_VERDICT_KERNELS="${VERDICT_KERNELS:-}" PYTEST_GEMM_TORCH="${VERDICT_TORCH:-}" \
+        walled verdicts 330 python3 -m pytest tests/test_verdicts_gpu.py -p no:cacheprovider -q -rfEs \
+        --basetemp=/tmp/gemm-verdicts > "$out/verdicts.txt" 2>&1
+      cp /tmp/gemm-verdicts/verdicts0/report.json "$out/verdicts.json" 2>/dev/null
+      tail -30 "$out/verdicts.txt"
+      ;;
+    hang)
+      # a hanging student (examples/course carol) graded with default options: under 60 s
+      rm -rf /tmp/gemm-hang && mkdir -p /tmp/gemm-hang && cp -r examples/course/submissions/carol /tmp/gemm-hang/
+      walled 'hanging student' 120 python3 -m pytest_gemm.grading.gradebook /tmp/gemm-hang --ini examples/course/pytest.ini \
+        --out "$out/hang.csv" --json "$out/hang.json" > "$out/hang.txt" 2>&1
+      python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['students'][0]; o=json.dumps(s['results']); \
+print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', o.count('did not finish'), \
+'not run:', o.count('not run: this kernel'))" "$out/hang.json" | tee -a "$out/hang.txt"
+      ;;
+    scale)
+      # 64 kernels, one pytest -n 4 session, speed checks at 4096^3 without the GPU lock: memory at its worst
+      walled 'scale, 64 kernels' 200 python3 tools/scale_benchmark.py --no-lock --out "$out/scale" -- -k speed \
+        > "$out/scale.txt" 2>&1
+      tail -25 "$out/scale.txt"
+      ;;
+    class)
+      # a generated class graded with --jobs 8, a few students again one at a time
+      walled "class of ${CLASS_SIZE:-16}" 240 python3 tools/class_benchmark.py --students "${CLASS_SIZE:-16}" --jobs 8 \
+        --solo 3 --out "$out/class" -- --gemm-shapes quick > "$out/class.txt" 2>&1
+      tail -20 "$out/class.txt"
       ;;
     perf)
       {
