@@ -114,6 +114,19 @@ def test_require_gpu_fails_the_session_without_a_usable_gpu_with_the_reason(pyte
     assert "--gemm-require-gpu: no usable GPU" in text and "leave --gemm-require-gpu out" in text
 
 
+def test_require_gpu_without_a_gpu_still_writes_the_gradescope_results(pytester, monkeypatch):
+    import json
+
+    _no_gpu(monkeypatch)
+    pytester.makefile(".cu", mm=MM_CU)
+    pytester.makepyfile(mine=MINE)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "mine:k", "--gemm-require-gpu", "--gemm-gradescope",
+                                           "results.json", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, _text(result)
+    results = json.loads((pytester.path / "results.json").read_text())
+    assert results["score"] == 0 and "--gemm-require-gpu: no usable GPU" in json.dumps(results)
+
+
 def test_require_gpu_with_the_compile_only_mode_is_a_usage_error(pytester):
     result = pytester.runpytest_subprocess("--gemm-require-gpu", "--gemm-arch", "sm_80", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -147,8 +147,9 @@ def _parse_options(config: pytest.Config) -> tuple[Any, ...]:
     return arches, bench, sweep, fraction, timeout
 
 
-def _check_require_gpu(config: pytest.Config, arches: list[str] | None) -> None:
-    """--gemm-require-gpu: no usable GPU ends the session now, with the reason."""
+def _check_require_gpu(config: pytest.Config, arches: list[str] | None, grading: Any) -> None:
+    """--gemm-require-gpu: no usable GPU ends the session now, with the reason (and, under
+    --gemm-gradescope, a results.json that says so)."""
     if arches is not None:
         raise pytest.UsageError("--gemm-require-gpu (or gemm_require_gpu) with --gemm-arch: the compile-only mode "
                                 "runs no GPU check; use --gemm-arch on the jobs without a GPU and "
@@ -159,7 +160,9 @@ def _check_require_gpu(config: pytest.Config, arches: list[str] | None) -> None:
 
     found = probe()
     if isinstance(found, str):
-        pytest.exit(f"--gemm-require-gpu: {found}; {REQUIRE_GPU_HINT}", returncode=pytest.ExitCode.TESTS_FAILED)
+        reason = f"--gemm-require-gpu: {found}; {REQUIRE_GPU_HINT}"
+        _gradescope_failure(config, grading, reason)
+        pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
 
 
 def _check_toolchain(config: pytest.Config) -> None:
@@ -218,7 +221,7 @@ def configure(config: pytest.Config) -> None:
     if active:  # before anything in this worker touches CUDA
         pin_gpu(config)
     if require_gpu:
-        _check_require_gpu(config, arches)
+        _check_require_gpu(config, arches, grading)
     from .results import ResultCollector
 
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
