@@ -410,6 +410,10 @@ def test_the_skip_count_lists_the_commonest_reasons_first():
 
     lines = skips_by_reason([skip("a"), skip("b"), skip("b"), SimpleNamespace(skipped=False)], limit=1)
     assert lines == ["pytest-gemm: 3 skipped, by reason (-rs lists each test):", "  2  b", "  1  ... 1 other reasons"]
+    # one cause, many kernels and architectures: counted together
+    same = [skip(f"kernel {k!r} does not claim {a}: it is below the kernel's min_cc=(8, 0)")
+            for k in ("naive", "tiled") for a in ("sm_70", "sm_75")]
+    assert skips_by_reason(same)[1:] == ["  4  kernel '…' does not claim sm_…: it is below the kernel's min_cc=(8, 0)"]
 
 
 # ---- 8. packaging ---------------------------------------------------------------------

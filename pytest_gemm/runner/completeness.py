@@ -10,6 +10,7 @@ Pure functions over the JSON records and pytest's skip reports; tested with no G
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Iterable
 
@@ -47,9 +48,26 @@ def skip_reason(report: Any) -> str:
     return reason.strip() or "no reason given"
 
 
+#: What varies between skips of one cause (the kernel, the architecture, the shape, the
+#: compute capability): replaced, so the summary counts causes; -rs has each test's own words.
+_VARYING = (
+    (re.compile(r"'[^']*'"), "'…'"),
+    (re.compile(r"\bsm_\d+a?\b"), "sm_…"),
+    (re.compile(r"\b\d+x\d+x\d+\b"), "MxNxK"),
+    (re.compile(r"compute capability \d+\.\d+"), "compute capability …"),
+)
+
+
+def reason_kind(reason: str) -> str:
+    """A skip reason with what varies between tests of the same cause replaced."""
+    for pattern, replacement in _VARYING:
+        reason = pattern.sub(replacement, reason)
+    return reason
+
+
 def skips_by_reason(reports: Iterable[Any], limit: int = 8) -> list[str]:
-    """Summary lines: how many tests were skipped, then the count of each reason."""
-    counts = Counter(skip_reason(r) for r in reports if getattr(r, "skipped", False)
+    """Summary lines: how many tests were skipped, then the count of each cause."""
+    counts = Counter(reason_kind(skip_reason(r)) for r in reports if getattr(r, "skipped", False)
                      and not hasattr(r, "wasxfail"))
     if not counts:
         return []
