@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pathlib import Path
+
 from .runner import collection, configure, execution, results
 from .runner.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
     gemm_assert_accurate,
@@ -13,6 +15,7 @@ from .runner.fixtures import (  # noqa: F401  (fixtures are found by name on the
     gemm_device,
     gemm_exact_inputs,
     gemm_random_inputs,
+    gemm_record,
     gemm_reference,
     gemm_timer,
 )
@@ -40,7 +43,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "with no test path given, runs the shipped conformance suite")
     group.addoption("--gemm-arch", default=None, metavar="LIST",
                     help="compile-only mode: compile every kernel for these architectures with NVRTC "
-                         "(no GPU needed) and report registers/spills/shared memory, e.g. sm_75,sm_80,sm_90")
+                         "(no GPU needed) and report registers/spills/shared memory, e.g. sm_75,sm_80,sm_90a, "
+                         "or 'all' (every target the installed NVRTC supports); each kernel and architecture "
+                         "is its own test; without a working NVRTC the run is an error")
+    group.addoption("--gemm-require-gpu", action="store_true", default=False,
+                    help="fail the run when no GPU check can run (no usable GPU, or every GPU check skipped), "
+                         "with the reason; for the GPU jobs of a CI matrix (ini key gemm_require_gpu = true)")
     group.addoption("--gemm-bench-shape", default=None, metavar="MxNxK",
                     help="shape of the timed speed check (default 4096x4096x4096)")
     group.addoption("--gemm-min-cublas-fraction", type=float, default=None, metavar="F",
@@ -64,9 +72,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="process (default): each kernel runs in a child process, so a fault, hang or exit() "
                          "costs only its own check; none: run kernels inside the pytest process")
     group.addoption("--gemm-ladder", action="store_true", default=False,
-                    help="also time the reference ladder's rungs and cuBLAS (at the precisions under test) "
-                         "at the bench shape and rank them beside the kernels under test (it takes longer: "
-                         "12 more timed runs for an FP32 kernel)")
+                    help="with --gemm-kernel: also time the reference ladder's rungs and cuBLAS (at the precisions "
+                         "under test) at the bench shape and rank them beside the kernels under test (it takes "
+                         "longer: 12 more timed runs for an FP32 kernel); alone: run the conformance suite on "
+                         "the shipped ladder")
     group.addoption("--gemm-gradescope", default=None, metavar="PATH",
                     help="write Gradescope's results.json (points per check with partial credit, a leaderboard) "
                          "to PATH, e.g. /autograder/results/results.json; weights from the ini keys gemm_weights, "
@@ -74,6 +83,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("gemm_shapes", default="", help="quick or full (default): like --gemm-shapes")
     parser.addini("gemm_kernels", type="linelist", default=[],
                   help="kernel specs under test, one per line (like --gemm-kernel)")
+    parser.addini("gemm_require_gpu", default="",
+                  help="true: like --gemm-require-gpu, fail the run when no GPU check can run")
     parser.addini("gemm_weights", type="linelist", default=[],
                   help="--gemm-gradescope points per check, one 'check = points [visibility]' per line, "
                        "e.g. 'exact = 40' or 'speed = 10 after_published'")
@@ -92,11 +103,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one worker per GPU when there are several."""
+    """``-n auto``: one worker per GPU when there are several, only in a run that uses pytest-gemm
+    (a gemm option or ini key); other suites keep xdist's own choice."""
+    if not configure.is_active(config):
+        return None
     from .kernels.gpus import visible_gpu_ids
 
     count = len(visible_gpu_ids())
     return count if count > 1 else None
+
+
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    return collection.collect_directory(path, parent)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -120,10 +138,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
     results.terminal_summary(terminalreporter, config)
+    configure.completeness_summary(terminalreporter, config)
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the verdicts are properties in it
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    configure.require_gpu_at_finish(session)
     results.write_outputs(session.config)
 
 

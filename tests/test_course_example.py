@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import inspect
 import json
+import re
 import os
 import subprocess
 import sys
@@ -115,7 +116,8 @@ def test_the_course_example_is_graded_into_one_row_per_student(tmp_path, no_gpu_
         assert (tmp_path / "logs" / f"{row['student']}.log").is_file()
     if "compile" in rows[0]:  # NVRTC installed: the CUDA C submissions were compile-checked for real
         for row in rows[:4]:
-            assert "compiles for 3 of 3 architectures" in row["reason"], row
+            claimed = re.search(r"compiles for (\d+) of (\d+) architectures", row["reason"])
+            assert claimed and claimed.group(1) == claimed.group(2) and int(claimed.group(1)) >= 5, row
     assert _snapshot(COURSE) == before  # grading leaves the course folder as it was
 
 
@@ -280,7 +282,7 @@ def test_cli_errors_are_clear(tmp_path, capsys, args, message):
 def test_the_ci_example_has_the_no_gpu_job_and_the_gpu_matrix():
     text = (REPO / "examples" / "ci" / "github-actions.yml").read_text()
     assert 'pip install -e ".[cuda12,test]"' in text
-    assert "pytest --gemm-kernel kernels.py:all --gemm-arch sm_75,sm_80,sm_90" in text
+    assert "pytest --gemm-kernel kernels.py:all --gemm-arch all" in text
     assert "--gemm-report report-${{ matrix.gpu }}.json" in text and "actions/upload-artifact" in text
     yaml = pytest.importorskip("yaml", reason="PyYAML not installed: the workflow's structure is not parsed")
     workflow = yaml.safe_load(text)

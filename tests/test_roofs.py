@@ -189,8 +189,8 @@ def test_measurements_from_several_sandboxes_combine_to_their_median():
     assert combine_roofs([None, {}, {"errors": {}}]) is None
     line = roofs_summary(combined)
     assert line is not None and line.startswith("measured roofs (median of 3 processes): ")
-    assert "fp32 56.5 TFLOP/s (FMA, 84% of the 66.9 peak)" in line and "fp16 605.0 TFLOP/s (cuBLAS)" in line
-    assert "memory 4450 GB/s (91% of the 4917 peak)" in line
+    assert "fp32: 56.5 TFLOP/s (FMA, 84% of the 66.9 peak)" in line and "fp16: 605.0 TFLOP/s (cuBLAS)" in line
+    assert "memory: 4450 GB/s (91% of the 4917 peak)" in line
     assert roofs_summary(None) is None
 
 
@@ -370,3 +370,18 @@ def test_fidelity_clock_samples_summary_ors_the_reasons_and_keeps_the_extremes()
     assert (summary["power_w_median"], summary["power_w_max"]) == (500.0, 650.0)
     assert (summary["temp_c_first"], summary["temp_c_last"]) == (40, 47)
     assert summary["reasons_mask"] == "0x84" and summary["samples"] == 3
+
+
+def test_a_roof_is_an_upper_bound_for_the_rate_it_is_compared_with():
+    """cuBLAS fp16 at 4096^3 can beat the roof measured with cuBLAS at 8192^3: "of roof" must not
+    read 103 %, and the measured-roofs line keeps each precision apart from its value."""
+    from pytest_gemm.measure.timed import roof_facts
+
+    measured = {"tflops": {"fp16": 700.0}}
+    fast = _timing(2 * 4096**3 / 773e12 * 1e3, 2 * 4096**3)  # 773 TFLOP/s
+    facts = roof_facts(H200, "fp16", fast, measured)
+    assert facts["fraction_of_roof"] <= 1.0 and facts["roof_kind"] == "measured"
+    slow = _timing(2 * 4096**3 / 350e12 * 1e3, 2 * 4096**3)
+    assert roof_facts(H200, "fp16", slow, measured)["fraction_of_roof"] == pytest.approx(0.5)
+    line = roofs_summary({"tflops": {"fp32": 65.0}})
+    assert "fp32: 65.0 TFLOP/s" in line and "fp3265" not in line.replace(" ", "")

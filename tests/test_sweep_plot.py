@@ -187,8 +187,8 @@ def test_the_terminal_summary_has_the_table_and_the_roofs_line():
     records = SWEEP_RECORDS + [_speed("warptile", 4.4, roofs=ROOFS)]
     text = "\n".join(summary_lines(SimpleNamespace(results=records), None))
     assert "TFLOP/s by size" in text and "x cuBLAS" in text
-    assert "measured roofs: fp32 56.6 TFLOP/s (FMA, 85% of the 66.9 peak)" in text
-    assert "memory 4470 GB/s (91% of the 4917 peak)" in text
+    assert "measured roofs: fp32: 56.6 TFLOP/s (FMA, 85% of the 66.9 peak)" in text
+    assert "memory: 4470 GB/s (91% of the 4917 peak)" in text
 
 
 def test_report_entries_keep_the_documented_keys_smallest_first():

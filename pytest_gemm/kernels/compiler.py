@@ -28,8 +28,44 @@ class GemmCompileError(Exception):
         )
 
 
+class GemmEntryError(GemmCompileError):
+    """``entry`` names no kernel of the source: the message names the entry, the file and
+    the ``__global__`` functions the file does define (not NVRTC's ``__nv_name_map``)."""
+
+    def __init__(self, kernel_name: str, arch: str, filename: str, log: str, entry: str, source: str):
+        Exception.__init__(self)
+        self.kernel_name, self.arch, self.filename, self.log = kernel_name, arch, filename, log
+        found = global_functions(source)
+        defined = (f"the __global__ functions it defines: {', '.join(found)}" if found
+                   else "it defines no __global__ function")
+        detail = next((line.split("error:", 1)[1].strip() for line in log.splitlines() if "error:" in line), "")
+        self.args = (
+            f"kernel {kernel_name!r}: entry {entry!r} is not a kernel in {filename} ({detail}); {defined}. "
+            f"entry is the extern \"C\" name of a __global__ function, or a template instantiation such as "
+            f"mm<16> of a __global__ template",
+        )
+
+
 class GemmToolchainError(RuntimeError):
     """NVRTC or the CUDA headers are not installed."""
+
+
+#: What to install when NVRTC is missing: the extras that bring cuda-bindings and NVRTC.
+INSTALL_HINT = ("install NVRTC with the extra matching your driver: pip install 'pytest-gemm[cuda12]' "
+                "or pip install 'pytest-gemm[cuda13]'")
+
+_GLOBAL_RE = re.compile(r"(template\s*<[^>]*>\s*)?(?:(?:static|inline|extern\s+\"C\")\s+)*__global__\s+"
+                        r"(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)")
+
+
+def global_functions(source: str) -> list[str]:
+    """The ``__global__`` functions a CUDA source defines (``"mm<...>"`` for a template)."""
+    names: list[str] = []
+    for template, name in _GLOBAL_RE.findall(source):
+        label = f"{name}<...>" if template else name
+        if label not in names:
+            names.append(label)
+    return names
 
 
 @dataclass(frozen=True)
@@ -59,12 +95,22 @@ class CompileResult:
 def _nvrtc():
     try:
         from cuda.bindings import nvrtc
-    except ImportError as exc:  # pragma: no cover - depends on the install
+    except ImportError as exc:  # depends on the install
         raise GemmToolchainError(
-            "NVRTC is not available (cuda.bindings is not installed); "
-            "install pytest-gemm[cuda12] or pytest-gemm[cuda13] to compile kernels"
+            f"NVRTC is not available (cuda.bindings is not installed); {INSTALL_HINT}"
         ) from exc
+    if not _NVRTC_LOADS:
+        try:  # cuda.bindings loads libnvrtc on the first call: a broken install fails here
+            err = nvrtc.nvrtcVersion()[0]
+        except Exception as exc:
+            raise GemmToolchainError(f"NVRTC does not load: {type(exc).__name__}: {exc}; {INSTALL_HINT}") from exc
+        if int(err) != 0:
+            raise GemmToolchainError(f"NVRTC does not work: nvrtcVersion returned {err!r}; {INSTALL_HINT}")
+        _NVRTC_LOADS.append(True)
     return nvrtc
+
+
+_NVRTC_LOADS: list[bool] = []
 
 
 def _header_major(include_dir: Path) -> int | None:
@@ -212,6 +258,12 @@ def _options(kernel: CudaKernel, arch: str, source_dir: Path | None) -> list[byt
     return [o.encode() for o in opts]
 
 
+def _only_name_map_errors(log: str) -> bool:
+    """NVRTC's errors are all in the name-expression map it builds from ``entry``."""
+    errors = [line for line in log.splitlines() if ": error" in line]
+    return bool(errors) and all(line.startswith("__nv_name_map") for line in errors)
+
+
 def compile_for_arch(kernel: CudaKernel, arch: str, *, output: str = "cubin") -> CompileResult:
     """Compile ``kernel`` for ``arch`` (e.g. ``"sm_80"``) and return code plus resources.
 
@@ -227,6 +279,11 @@ def compile_for_arch(kernel: CudaKernel, arch: str, *, output: str = "cubin") ->
     if key in _CACHE:
         return _CACHE[key]
     nvrtc = _nvrtc()
+    from ..model.arches import unsupported_reason
+
+    unsupported = unsupported_reason(arch)
+    if unsupported is not None:
+        raise GemmCompileError(str(kernel.name), arch, filename, unsupported)
     prog = _check(nvrtc.nvrtcCreateProgram(text.encode(), filename.encode(), 0, [], []), "program creation")
     try:
         entry = kernel.entry.encode()
@@ -238,6 +295,8 @@ def compile_for_arch(kernel: CudaKernel, arch: str, *, output: str = "cubin") ->
         _check(nvrtc.nvrtcGetProgramLog(prog, buf), "log")
         log = buf.rstrip(b"\x00 ").decode(errors="replace")
         if int(status) != 0:
+            if _only_name_map_errors(log):
+                raise GemmEntryError(str(kernel.name), arch, filename, log, kernel.entry, text)
             raise GemmCompileError(str(kernel.name), arch, filename, log or repr(status))
         lowered = _check(nvrtc.nvrtcGetLoweredName(prog, entry), "lowered name").decode()
         if output == "cubin":
@@ -273,19 +332,50 @@ def nvrtc_version() -> tuple[int, int]:
 
 
 def parse_arch_list(value: str) -> list[str]:
-    """``"sm_75,sm_80"`` or ``"75,80"`` -> ``["sm_75", "sm_80"]``; bad items raise ValueError."""
-    from ..model.contract import SUPPORTED_ARCHES
+    """``--gemm-arch``: ``"sm_75,sm_80,sm_90a"`` or ``"75,80"`` -> ``["sm_75", "sm_80", ...]``;
+    ``"all"``: every target the installed NVRTC supports. A bad item raises ValueError naming
+    the option and the accepted values."""
+    from ..model.arches import installed_arches, normalize, nvrtc_supported
 
-    arches = []
+    valid = installed_arches()
+    accepted = f"accepted ({nvrtc_supported()[1]}): all, {', '.join(valid)}"
+    if value.strip().lower() == "all":
+        return list(valid)
+    arches: list[str] = []
     for item in (v.strip() for v in value.split(",")):
         if not item:
             continue
-        arch = item if item.startswith("sm_") else f"sm_{item.replace('.', '')}"
-        if arch not in SUPPORTED_ARCHES:
-            raise ValueError(
-                f"--gemm-arch: unknown architecture {item!r}; valid: {', '.join(SUPPORTED_ARCHES)}"
-            )
-        arches.append(arch)
+        try:
+            arch = normalize(item)
+        except ValueError:
+            arch = None
+        if arch not in valid:
+            raise ValueError(f"--gemm-arch: unknown architecture {item!r}; {accepted}")
+        if arch not in arches:
+            arches.append(arch)
     if not arches:
-        raise ValueError(f"--gemm-arch: no architecture in {value!r}; try --gemm-arch sm_75,sm_80,sm_90")
+        raise ValueError(f"--gemm-arch: no architecture in {value!r}; try --gemm-arch sm_75,sm_80,sm_90; {accepted}")
     return arches
+
+
+_PROBE_SOURCE = 'extern "C" __global__ void gemm_probe(float* c) { c[threadIdx.x] = 1.0f; }'
+
+
+def toolchain_problem() -> str | None:
+    """None when NVRTC can compile here; else what is wrong and what to install. Compiles a
+    one-line kernel, so a broken NVRTC (a library that does not load, headers of another CUDA
+    major) is found as well as a missing one."""
+    from ..model.arches import installed_arches
+
+    try:
+        _nvrtc()
+        major, minor = nvrtc_version()
+        probe = CudaKernel(source=_PROBE_SOURCE, entry="gemm_probe", block=(32,), tile=(1, 32), name="gemm_probe")
+        compile_for_arch(probe, next(a for a in installed_arches() if not a.endswith("a")), output="ptx")
+    except GemmToolchainError as exc:
+        return f"{exc}" if "pip install" in str(exc) else f"NVRTC does not work here: {exc}; {INSTALL_HINT}"
+    except GemmCompileError as exc:
+        return f"NVRTC {major}.{minor} cannot compile a one-line kernel: {exc.log.strip()}; {INSTALL_HINT}"
+    except Exception as exc:  # the NVRTC library itself failed to load or run
+        return f"NVRTC does not work here: {type(exc).__name__}: {exc}; {INSTALL_HINT}"
+    return None

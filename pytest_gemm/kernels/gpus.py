@@ -3,6 +3,10 @@
 pytest-xdist workers must be pinned to a GPU (CUDA_VISIBLE_DEVICES) before
 anything in them initialises CUDA, so the count comes from the driver's /proc
 entries or ``nvidia-smi -L``, never from the CUDA runtime.
+
+Only a run that uses pytest-gemm calls these (``runner/configure.is_active``, or a
+collected test with a gemm fixture or marker): an unrelated suite run under xdist keeps its
+``CUDA_VISIBLE_DEVICES``, its ``-n auto`` and never runs ``nvidia-smi``.
 """
 from __future__ import annotations
 

@@ -16,6 +16,81 @@ from typing import Any
 
 from ..model.contract import GemmKernel, GemmSpecError, is_kernel
 
+#: The folders pytest-gemm ships beside its own package: the ladder and the conformance suite.
+SHIPPED = ("reference_kernels", "conformance")
+#: A spec for something shipped with pytest-gemm, found through its own files, never by a
+#: top-level import that a user's folder of the same name could shadow:
+#: ``gemm:reference_kernels:LADDER``.
+SHIPPED_PREFIX = "gemm:"
+#: The names the shipped packages are loaded under (not ``reference_kernels``: that name is
+#: the user's to have).
+SHIPPED_MODULE = "_pytest_gemm_shipped_{}"
+
+
+def shipped_dir(name: str) -> Path:
+    """The folder of a package shipped with pytest-gemm (``reference_kernels``, ``conformance``):
+    the installed distribution's own files, beside ``pytest_gemm``."""
+    if name not in SHIPPED:
+        raise ValueError(f"{name!r} is not shipped with pytest-gemm; shipped: {', '.join(SHIPPED)}")
+    here = Path(__file__).resolve().parent.parent.parent / name
+    if not (here / "__init__.py").is_file():
+        raise GemmSpecError(f"pytest-gemm's {name} folder is missing from {here.parent}; "
+                            f"reinstall pytest-gemm: pip install --force-reinstall pytest-gemm")
+    return here
+
+
+def import_shipped(name: str) -> ModuleType:
+    """The shipped package ``name``, loaded from :func:`shipped_dir` under its own module name.
+    When ``import name`` already gave the shipped package (no folder shadows it), that module
+    is returned, so the kernels are the same objects."""
+    folder = shipped_dir(name)
+    existing = sys.modules.get(name)
+    if existing is not None and getattr(existing, "__file__", None) \
+            and Path(existing.__file__).resolve().parent == folder:
+        return existing
+    modname = SHIPPED_MODULE.format(name)
+    if modname in sys.modules:
+        return sys.modules[modname]
+    module_spec = importlib.util.spec_from_file_location(modname, folder / "__init__.py",
+                                                         submodule_search_locations=[str(folder)])
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[modname] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[modname]
+        raise
+    return module
+
+
+def import_shipped_module(name: str, path: Path) -> ModuleType:
+    """A module file of the shipped package ``name`` (a conformance test module), loaded as
+    ``_pytest_gemm_shipped_<name>.<stem>``: a user's package of the same name, imported by
+    pytest as ``conformance.test_x``, never clashes with ours."""
+    package = SHIPPED_MODULE.format(name)
+    if package not in sys.modules:
+        folder = shipped_dir(name)
+        pkg_spec = importlib.util.spec_from_file_location(package, folder / "__init__.py",
+                                                          submodule_search_locations=[str(folder)])
+        assert pkg_spec is not None and pkg_spec.loader is not None
+        pkg = importlib.util.module_from_spec(pkg_spec)
+        sys.modules[package] = pkg
+        pkg_spec.loader.exec_module(pkg)
+    modname = f"{package}.{path.stem}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    module_spec = importlib.util.spec_from_file_location(modname, path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[modname] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[modname]
+        raise
+    return module
+
 
 def _where(exc: BaseException) -> str:
     """file:line of the innermost frame of an exception, for import failures."""
@@ -106,7 +181,12 @@ def load_spec(spec: str, rootdir: Path | None = None) -> list[GemmKernel]:
         raise GemmSpecError(
             f"--gemm-kernel {spec!r}: expected module:attr or path/to/file.py:attr, e.g. mymod:kernel"
         )
-    if target.endswith(".py") or "/" in target or "\\" in target:
+    if target.startswith(SHIPPED_PREFIX):
+        try:
+            module = import_shipped(target[len(SHIPPED_PREFIX):])
+        except ValueError as exc:
+            raise GemmSpecError(f"--gemm-kernel {spec!r}: {exc}") from None
+    elif target.endswith(".py") or "/" in target or "\\" in target:
         path = Path(target)
         module = _import_file(spec, path if path.is_absolute() else rootdir / path)
     else:

@@ -257,11 +257,11 @@ def roofs_summary(roofs: dict[str, Any] | None) -> str | None:
         if value:
             peak = theory.get(precision)
             kind = "FMA" if precision == "fp32" else "cuBLAS"
-            parts.append(f"{precision} {value:.1f} TFLOP/s ({kind}"
+            parts.append(f"{precision}: {value:.1f} TFLOP/s ({kind}"
                          + (f", {100 * value / peak:.0f}% of the {peak:.1f} peak)" if peak else ")"))
     if roofs.get("memory_gb_s"):
         peak = roofs.get("theoretical_memory_gb_s")
-        parts.append(f"memory {roofs['memory_gb_s']:.0f} GB/s"
+        parts.append(f"memory: {roofs['memory_gb_s']:.0f} GB/s"
                      + (f" ({100 * roofs['memory_gb_s'] / peak:.0f}% of the {peak:.0f} peak)" if peak else ""))
     if not parts:
         return None

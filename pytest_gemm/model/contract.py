@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
+from . import arches as _arches
 from .precision import PRECISIONS
 
 SIGNATURE_TOKENS = ("A", "B", "C", "M", "N", "K", "alpha", "beta")
 REQUIRED_TOKENS = ("A", "B", "C", "M", "N", "K")
-SUPPORTED_ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")  # sm_90a: wgmma, setmaxnreg (9.0 only)
+#: The targets claimable without NVRTC installed (see ``model/arches.py``); on a machine with
+#: NVRTC, ``arches.installed_arches()`` is the list that counts.
+SUPPORTED_ARCHES = _arches.claimable_arches(_arches.FALLBACK_ARCHES)
 MAX_THREADS_PER_BLOCK = 1024
 
 GridFn = Callable[[int, int, int], Sequence[int]]
@@ -183,9 +186,7 @@ class CudaKernel:
         if not (isinstance(self.shared_mem, int) and self.shared_mem >= 0) and not callable(self.shared_mem):
             raise GemmSpecError(f"{label}: shared_mem must be bytes (int >= 0) or a callable of (m, n, k)")
         if self.arches is not None:
-            bad = [a for a in self.arches if a not in SUPPORTED_ARCHES]
-            if bad:
-                raise GemmSpecError(f"{label}: unknown arch(es) {bad}; valid: {', '.join(SUPPORTED_ARCHES)}")
+            self.arches = _check_arches(label, self.arches)
         self.source_path()  # a missing file is reported now, not at compile time
 
     # -- derived facts ----------------------------------------------------
@@ -232,12 +233,50 @@ class CudaKernel:
     def dynamic_shared_mem(self, m: int, n: int, k: int) -> int:
         return int(self.shared_mem(m, n, k)) if callable(self.shared_mem) else int(self.shared_mem)
 
-    def claimed_arches(self) -> tuple[str, ...]:
-        """Architectures to compile-check: declared ones, else the CI set at or above min_cc."""
+    def claimed_arches(self, claimable: Sequence[str] | None = None) -> tuple[str, ...]:
+        """Architectures it claims (and is compile-checked for): the declared ``arches``, else
+        every generic target the installed NVRTC supports (``claimable``) at or above
+        ``min_cc``; arch-specific targets (``sm_90a``) only when declared."""
         if self.arches is not None:
-            return tuple(self.arches)
-        floor = tuple(self.min_cc)
-        return tuple(a for a in ("sm_75", "sm_80", "sm_90") if (int(a[3]), int(a[4:])) >= floor)
+            return tuple(_arches.normalize(a) for a in self.arches)
+        return _arches.default_claims(self.min_cc, claimable)
+
+    def not_claimed_reason(self, arch: str, claimable: Sequence[str] | None = None) -> str:
+        """Why it does not claim ``arch`` (a skip reason that names the true cause)."""
+        return _arches.not_claimed_reason(str(self.name), arch, self.arches, self.min_cc, claimable)
+
+    def claimed_on(self, compute_capability: Sequence[int]) -> bool:
+        """Whether a GPU of this compute capability is one it claims: at or above ``min_cc``
+        and, with declared ``arches``, covered by one of them (``sm_90a`` only on 9.0 exactly)."""
+        cc = (int(compute_capability[0]), int(compute_capability[1]))
+        if cc < tuple(self.min_cc):
+            return False
+        return self.arches is None or any(_arches.arch_claimed_on(a, cc) for a in self.arches)
+
+
+def _check_arches(label: str, declared: Any) -> tuple[str, ...]:
+    """Declared ``arches`` in canonical spelling; a malformed or impossible one is a GemmSpecError."""
+    if isinstance(declared, str):
+        declared = (declared,)
+    out = []
+    for item in declared:
+        try:
+            major, minor, specific = _arches.parse_arch(item)
+        except ValueError:
+            major = minor = -1
+            specific = False
+        number = major * 10 + minor
+        if major < 0 or number < _arches.MIN_ARCH or (specific and number < _arches.MIN_ARCH_SPECIFIC):
+            raise GemmSpecError(
+                f"{label}: arches: {item!r} is not a target a kernel can claim; write sm_<major><minor> from "
+                f"sm_{_arches.MIN_ARCH} up (e.g. sm_80, sm_120), or an arch-specific target from "
+                f"sm_{_arches.MIN_ARCH_SPECIFIC}a up (e.g. sm_90a); targets this machine's NVRTC supports: "
+                f"{', '.join(_arches.installed_arches())}")
+        out.append(_arches.arch_name(major, minor, specific))
+    if not out:
+        raise GemmSpecError(f"{label}: arches=() claims nothing; leave arches out to claim every target "
+                            f"at or above min_cc, or list them, e.g. arches=(\"sm_80\", \"sm_90\")")
+    return tuple(out)
 
 
 def _positional_params(fn: Callable[..., Any]) -> list[inspect.Parameter]:

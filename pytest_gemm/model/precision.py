@@ -10,8 +10,10 @@ fp16, bf16: half-precision inputs, float32 accumulate and output. bf16 has no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: loading the plugin stays light
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -52,17 +54,23 @@ def get_precision(name: str | Precision) -> Precision:
 
 def float32_to_bf16_bits(x: np.ndarray) -> np.ndarray:
     """Round float32 values to bfloat16 (nearest, ties to even); return the uint16 bit patterns."""
+    import numpy as np
+
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
     return rounded.astype(np.uint16)
 
 
 def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
 def to_storage(values: np.ndarray, precision: str | Precision) -> np.ndarray:
     """float64 values -> the array a kernel of this precision receives (C-contiguous)."""
+    import numpy as np
+
     p = get_precision(precision)
     if p.name == "bf16":
         return float32_to_bf16_bits(values.astype(np.float32))
@@ -71,6 +79,8 @@ def to_storage(values: np.ndarray, precision: str | Precision) -> np.ndarray:
 
 def from_storage(stored: np.ndarray, precision: str | Precision) -> np.ndarray:
     """The exact float64 values a stored input array represents."""
+    import numpy as np
+
     p = get_precision(precision)
     if p.name == "bf16":
         return bf16_bits_to_float32(stored).astype(np.float64)
@@ -79,6 +89,8 @@ def from_storage(stored: np.ndarray, precision: str | Precision) -> np.ndarray:
 
 def round_to_tf32(x: np.ndarray) -> np.ndarray:
     """Round float32 values to TF32 (nearest): used to model a TF32 kernel on the CPU."""
+    import numpy as np
+
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = ((bits + 0xFFF + ((bits >> 13) & 1)) >> 13) << 13
     return rounded.astype(np.uint32).view(np.float32)

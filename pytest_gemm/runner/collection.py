@@ -2,6 +2,8 @@
 what this machine cannot run."""
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,10 +77,63 @@ def required_cc(item: pytest.Item) -> tuple[int, int] | None:
     return major, minor
 
 
+# -- the shipped suite, collected from its own files under its own module names ----------
+
+class ShippedSuite(pytest.Directory):
+    """pytest-gemm's ``conformance`` folder: its ``test_*.py`` modules, whatever the project's
+    ``python_files``, import mode or own ``conformance`` package."""
+
+    def collect(self):  # type: ignore[no-untyped-def]
+        for path in sorted(self.path.glob("test_*.py")):
+            yield ShippedModule.from_parent(self, path=path)
+
+
+class ShippedModule(pytest.Module):
+    """A conformance module imported as ``_pytest_gemm_shipped_conformance.<name>`` (never as
+    ``conformance.<name>``, the name a user's own ``conformance/`` package gets)."""
+
+    def _getobj(self):  # type: ignore[no-untyped-def]
+        from ..kernels.loader import import_shipped_module
+
+        module = import_shipped_module("conformance", self.path)
+        self.config.pluginmanager.consider_module(module)
+        return module
+
+
+@lru_cache(maxsize=1)
+def _shipped_suite_dir() -> Path | None:
+    from ..kernels.loader import shipped_dir
+
+    try:
+        return shipped_dir("conformance")
+    except Exception:
+        return None
+
+
+def collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    suite = _shipped_suite_dir()
+    if suite is not None and path.resolve() == suite:
+        return ShippedSuite.from_parent(parent, path=path)
+    return None
+
+
+def uses_gemm(item: pytest.Item) -> bool:
+    """The test requests a gemm fixture or carries a gemm marker."""
+    fixtures = getattr(item, "fixturenames", ())
+    return any(name.startswith("gemm_") for name in fixtures) or \
+        any(mark.name.startswith("gemm_") for mark in item.iter_markers())
+
+
 def select_items(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Check marker arguments (a typo is an error even with no GPU); in --gemm-arch
-    mode keep only compile-only checks."""
+    mode keep only compile-only checks. An xdist worker whose tests use the plugin gets its
+    own GPU now, before any test runs (an unrelated suite is left alone)."""
     from ..grading.gradescope import visibility_from_marker, weight_from_marker
+    from .configure import pin_gpu
+
+    if any(uses_gemm(item) for item in items):
+        state(config).active = True
+        pin_gpu(config)
 
     for item in items:
         required_cc(item)

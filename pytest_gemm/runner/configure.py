@@ -1,7 +1,12 @@
-"""``pytest_configure``: read the options and ini keys, load the kernels, set up the state."""
+"""``pytest_configure``: read the options and ini keys, load the kernels, set up the state.
+
+The plugin is inert for a suite that does not use it: it pins no GPU, runs no
+``nvidia-smi`` and leaves ``-n auto`` alone unless a gemm option or ini key is set
+(:func:`is_active`) or, for the pinning, a collected test uses a gemm fixture or marker
+(``collection.pin_if_used``).
+"""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -11,17 +16,55 @@ from ..model.contract import GemmKernel, GemmSpecError
 from ..model.shapes import parse_shape
 from .state import STATE, GemmState, is_xdist_worker
 
+#: The ini keys pytest-gemm reads; any of them set makes the plugin active.
+INI_KEYS = ("gemm_kernels", "gemm_weights", "gemm_visibility", "gemm_performance_threshold", "gemm_require_gpu")
+_OPTION_DEFAULTS: dict[str, Any] = {"gemm_isolation": "process"}
+
+REQUIRE_GPU_HINT = ("run on a machine whose GPU and driver work (check nvidia-smi and the CuPy extra matching "
+                    "the driver), or leave --gemm-require-gpu out on a job without a GPU")
+
 
 def conformance_dir() -> Path:
-    spec = importlib.util.find_spec("conformance")
-    if spec is None or not spec.submodule_search_locations:
-        raise pytest.UsageError("the conformance package is not installed; reinstall pytest-gemm")
-    return Path(list(spec.submodule_search_locations)[0])
+    """The shipped conformance suite: the installed package's own folder (never found by
+    importing ``conformance``, which a user's folder of that name would shadow)."""
+    from ..kernels.loader import shipped_dir
+
+    try:
+        return shipped_dir("conformance")
+    except GemmSpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
-def _precheck_compile(kernels: list[GemmKernel]) -> None:
-    """Compile user CUDA kernels once, offline, so a compile error ends the run
-    with NVRTC's log instead of failing every test. Skipped without NVRTC."""
+def _option_set(dest: str, value: Any) -> bool:
+    return value != _OPTION_DEFAULTS[dest] if dest in _OPTION_DEFAULTS else value not in (None, False, [], "")
+
+
+def is_active(config: pytest.Config) -> bool:
+    """A gemm option (``--gemm-*``) or ini key (``gemm_*``) is set."""
+    if any(_option_set(dest, value) for dest, value in vars(config.option).items() if dest.startswith("gemm_")):
+        return True
+    return any(config.getini(key) not in ("", [], None, False) for key in INI_KEYS)
+
+
+def pin_gpu(config: pytest.Config) -> None:
+    """Give this xdist worker its own GPU, before anything in it touches CUDA (once)."""
+    st = config.stash.get(STATE, None)
+    if not is_xdist_worker(config) or (st is not None and st.pinned):
+        return
+    from ..kernels.gpus import pin_worker, visible_gpu_ids
+
+    workers = int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
+    gpu_shared = workers > max(1, len(visible_gpu_ids()))  # timings then disturb each other
+    pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]
+    if st is not None:
+        st.pinned, st.gpu_shared = True, gpu_shared
+
+
+def _first_compiling_arch(kernels: list[GemmKernel]) -> None:
+    """Compile user CUDA kernels once, offline, so a kernel that compiles for none of the
+    architectures it claims ends the run with NVRTC's log instead of failing every test.
+    A kernel that compiles for some of them runs: the others are its own compile_error
+    tests. Skipped without NVRTC (the compile checks say so)."""
     from ..model.contract import CudaKernel
 
     try:
@@ -31,12 +74,18 @@ def _precheck_compile(kernels: list[GemmKernel]) -> None:
     for k in kernels:
         if not isinstance(k, CudaKernel):
             continue
-        try:
-            compile_for_arch(k, k.claimed_arches()[0] if k.claimed_arches() else "sm_80", output="ptx")
-        except GemmToolchainError:
-            return
-        except GemmCompileError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        first: GemmCompileError | None = None
+        for arch in k.claimed_arches() or ("sm_80",):
+            try:
+                compile_for_arch(k, arch, output="ptx")
+                first = None
+                break
+            except GemmToolchainError:
+                return
+            except GemmCompileError as exc:
+                first = first or exc
+        if first is not None:
+            raise pytest.UsageError(str(first))
 
 
 def _grading(config: pytest.Config) -> Any:
@@ -57,34 +106,86 @@ def _gradescope_failure(config: pytest.Config, grading: Any, reason: str) -> Non
         write_failure_results(Path(path), reason, grading)
 
 
-def configure(config: pytest.Config) -> None:
-    gpu_shared = False
-    if is_xdist_worker(config):  # before anything in this worker touches CUDA
-        from ..kernels.gpus import pin_worker, visible_gpu_ids
+def _require_gpu(config: pytest.Config) -> bool:
+    if getattr(config.option, "gemm_require_gpu", False):
+        return True
+    text = str(config.getini("gemm_require_gpu") or "").strip().lower()
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    if text in ("1", "true", "yes", "on"):
+        return True
+    raise pytest.UsageError(f"gemm_require_gpu = {text!r} (in {config.inipath or 'the pytest ini'}): "
+                            "expected true or false")
 
-        workers = int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
-        gpu_shared = workers > max(1, len(visible_gpu_ids()))  # timings then disturb each other
-        pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]
+
+def _parse_options(config: pytest.Config) -> tuple[Any, ...]:
     opt = config.option
-    specs = list(getattr(opt, "gemm_kernel", None) or []) or list(config.getini("gemm_kernels"))
+    arches = sweep = None
     try:
-        arches = None
         if getattr(opt, "gemm_arch", None):
             from ..kernels.compiler import parse_arch_list
 
             arches = parse_arch_list(opt.gemm_arch)
-        bench = parse_shape(opt.gemm_bench_shape) if getattr(opt, "gemm_bench_shape", None) else (4096, 4096, 4096)
-        sweep = None
+        text = getattr(opt, "gemm_bench_shape", None)
+        try:
+            bench = parse_shape(text) if text else (4096, 4096, 4096)
+        except ValueError as exc:
+            raise ValueError(f"--gemm-bench-shape: {exc}") from None
         if getattr(opt, "gemm_sweep", None):
             from ..measure.sweep import parse_sweep
 
             sweep = parse_sweep(opt.gemm_sweep)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    grading = _grading(config)
     fraction = getattr(opt, "gemm_min_cublas_fraction", None)
     if fraction is not None and not 0 < fraction <= 10:
-        raise pytest.UsageError(f"--gemm-min-cublas-fraction {fraction}: expected a fraction such as 0.5 (of cuBLAS)")
+        raise pytest.UsageError(f"--gemm-min-cublas-fraction {fraction}: expected a fraction of cuBLAS in (0, 10], "
+                                "e.g. 0.5")
+    timeout = getattr(opt, "gemm_timeout", None)
+    if timeout is not None and timeout <= 0:
+        raise pytest.UsageError(f"--gemm-timeout {timeout}: expected a number of seconds > 0, e.g. 60")
+    return arches, bench, sweep, fraction, timeout
+
+
+def _check_require_gpu(config: pytest.Config, arches: list[str] | None, grading: Any) -> None:
+    """--gemm-require-gpu: no usable GPU ends the session now, with the reason (and, under
+    --gemm-gradescope, a results.json that says so)."""
+    if arches is not None:
+        raise pytest.UsageError("--gemm-require-gpu (or gemm_require_gpu) with --gemm-arch: the compile-only mode "
+                                "runs no GPU check; use --gemm-arch on the jobs without a GPU and "
+                                "--gemm-require-gpu on the GPU jobs")
+    if is_xdist_worker(config):
+        return
+    from ..kernels.device import probe
+
+    found = probe()
+    if isinstance(found, str):
+        reason = f"--gemm-require-gpu: {found}; {REQUIRE_GPU_HINT}"
+        _gradescope_failure(config, grading, reason)
+        pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
+
+
+def _check_toolchain(config: pytest.Config) -> None:
+    """Compile-only mode without a working NVRTC would compile nothing: an error, with what to install."""
+    if is_xdist_worker(config):
+        return
+    from ..kernels.compiler import toolchain_problem
+
+    problem = toolchain_problem()
+    if problem is not None:
+        raise pytest.UsageError(f"--gemm-arch (compile-only mode) cannot compile anything: {problem}")
+
+
+def configure(config: pytest.Config) -> None:
+    active = is_active(config)
+    opt = config.option
+    cli_specs = list(getattr(opt, "gemm_kernel", None) or [])
+    ini_specs = [] if cli_specs else list(config.getini("gemm_kernels"))
+    specs = cli_specs or ini_specs
+    ladder_alone = bool(getattr(opt, "gemm_ladder", False)) and not specs
+    arches, bench, sweep, fraction, timeout = _parse_options(config)
+    require_gpu = _require_gpu(config)
+    grading = _grading(config)
     plot = getattr(opt, "gemm_plot", None)
     if plot and not is_xdist_worker(config):  # checked now, not after the whole run
         from ..outputs.plot import PlotUnavailableError, require_matplotlib
@@ -93,6 +194,8 @@ def configure(config: pytest.Config) -> None:
             require_matplotlib()
         except PlotUnavailableError as exc:
             raise pytest.UsageError(str(exc)) from None
+    if arches is not None and not require_gpu:
+        _check_toolchain(config)
     if specs:
         from ..kernels.loader import load_specs
 
@@ -101,9 +204,9 @@ def configure(config: pytest.Config) -> None:
         except GemmSpecError as exc:
             _gradescope_failure(config, grading, str(exc))
             raise pytest.UsageError(str(exc)) from None
-        if not is_xdist_worker(config):
+        if not is_xdist_worker(config) and arches is None:
             try:
-                _precheck_compile(kernels)
+                _first_compiling_arch(kernels)
             except pytest.UsageError as exc:
                 _gradescope_failure(config, grading, str(exc))
                 raise
@@ -113,19 +216,60 @@ def configure(config: pytest.Config) -> None:
     if shapes not in ("quick", "full"):
         raise pytest.UsageError(f"gemm_shapes = {shapes!r} (in {config.inipath or 'the pytest ini'}): expected "
                                 "quick or full")
-    timeout = getattr(opt, "gemm_timeout", None)
-    if timeout is not None and timeout <= 0:
-        raise pytest.UsageError(f"--gemm-timeout {timeout}: expected a number of seconds > 0, e.g. 60")
-    config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction, gpu_shared=gpu_shared,
+    config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction,
                                     isolation=getattr(opt, "gemm_isolation", "process"), timeout=timeout, grading=grading,
-                                    sweep=sweep, plot=plot, shapes=shapes,
+                                    sweep=sweep, plot=plot, active=active, require_gpu=require_gpu, shapes=shapes,
                                     # a grader scores the student's own checks only
                                     rank_ladder=bool(specs) and not getattr(opt, "gemm_gradescope", None)
                                     and bool(getattr(opt, "gemm_ladder", False)))
+    if active:  # before anything in this worker touches CUDA
+        pin_gpu(config)
+    if require_gpu:
+        _check_require_gpu(config, arches, grading)
     from .results import ResultCollector
 
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
-    # `pytest --gemm-kernel mod:k` (or --gemm-arch) with no test path runs the shipped suite.
-    if (specs or arches) and config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args[:] = [str(conformance_dir())]
+    _choose_paths(config, cli_specs, ini_specs, arches, ladder_alone)
 
+
+def _choose_paths(config: pytest.Config, cli_specs: list[str], ini_specs: list[str], arches: list[str] | None,
+                  ladder_alone: bool) -> None:
+    """`pytest --gemm-kernel mod:k` (or --gemm-arch, or --gemm-ladder alone) with no test path runs
+    the shipped suite; kernels from the ini key add the suite to the paths pytest would run
+    anyway (testpaths, or the current folder), so the project's own tests still run."""
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    if cli_specs or arches is not None or ladder_alone:
+        config.args[:] = [str(conformance_dir())]
+    elif ini_specs:
+        suite = conformance_dir()
+        if not any(Path(a).resolve() == suite for a in config.args):
+            config.args.append(str(suite))
+
+
+def require_gpu_at_finish(session: pytest.Session) -> None:
+    """--gemm-require-gpu: a run in which every GPU check was skipped fails (exit status 1)."""
+    config = session.config
+    st = config.stash.get(STATE, None)
+    if st is None or not st.require_gpu or is_xdist_worker(config):
+        return
+    from .completeness import gpu_checks_not_run
+
+    reason = gpu_checks_not_run(st.results)
+    if reason is not None:
+        st.notes.append(f"--gemm-require-gpu: {reason}; {REQUIRE_GPU_HINT}")
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def completeness_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Skips counted by reason (unless -rs lists them already), in a run that uses the plugin."""
+    st = config.stash.get(STATE, None)
+    if st is None or not st.active:
+        return
+    chars = str(getattr(config.option, "reportchars", "") or "")
+    if not any(c in chars for c in "saA"):
+        from .completeness import skips_by_reason
+
+        for line in skips_by_reason(terminalreporter.stats.get("skipped", [])):
+            terminalreporter.write_line(line)

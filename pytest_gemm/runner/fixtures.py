@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
 import pytest
 
 from ..kernels.device import GemmDevice, probe, require_device
@@ -41,13 +40,17 @@ def _array_module(x: Any) -> Any:
         import cupy
 
         return cupy
-    return np
+    import numpy
+
+    return numpy
 
 
 def reference_on_best_device(a64: Any, b64: Any, alpha: float = 1.0, beta: float = 0.0, c0: Any = None) -> Any:
     """float64 ``alpha*A@B + beta*C``: on the GPU when one is usable, else numpy.
     Returns an array of the same kind (numpy or CuPy) as ``a64``."""
     from ..judges.reference import reference
+
+    import numpy as np
 
     xp = _array_module(a64)
     if xp is np and not isinstance(probe(), str):
@@ -92,6 +95,17 @@ def gemm_timer(gemm_device: GemmDevice) -> Any:
         return time_gpu(fn, flops=flops, **kwargs)
 
     return timer
+
+
+@pytest.fixture
+def gemm_record(request: pytest.FixtureRequest) -> Callable[[dict], None]:
+    """``record(facts)``: attach extra JSON facts (resources) to this check's result record."""
+    import json
+
+    def record(facts: dict) -> None:
+        request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
+
+    return record
 
 
 @pytest.fixture

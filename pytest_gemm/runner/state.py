@@ -12,7 +12,9 @@ from ..model.shapes import Shape
 
 RESULT_PROPERTY = "gemm_result"
 GRADED_PROPERTY = "gemm_graded"  # a user test with gemm_weight / gemm_visibility markers
-LADDER_SPEC = "reference_kernels:LADDER"
+# Found through pytest-gemm's own files (kernels/loader.py), never `import reference_kernels`,
+# which a user's folder of that name would shadow.
+LADDER_SPEC = "gemm:reference_kernels:LADDER"
 
 
 @dataclass
@@ -37,6 +39,9 @@ class GemmState:
     started: float = field(default_factory=time.monotonic)
     rank_ladder: bool = False          # --gemm-ladder: time the ladder beside the kernels under test
     ladder: list[GemmKernel] | None = None                       # those rungs, once loaded
+    active: bool = False               # a gemm option or ini key is set (else the plugin stays inert)
+    require_gpu: bool = False          # --gemm-require-gpu / gemm_require_gpu: no GPU check ran -> failed
+    pinned: bool = False               # this xdist worker's GPU was chosen
 
 
 STATE = pytest.StashKey[GemmState]()
@@ -77,10 +82,16 @@ def ladder_for_ranking(config: pytest.Config) -> list[GemmKernel]:
 
         under_test = kernels_under_test(config)
         precisions = {k.precision for k in under_test}
-        specs = {getattr(k, "origin_spec", ("", 0))[0].partition(":")[0] for k in under_test}
-        st.ladder = [] if "reference_kernels" in specs else \
+        ladder_under_test = any(_is_ladder_spec(getattr(k, "origin_spec", ("", 0))[0]) for k in under_test)
+        st.ladder = [] if ladder_under_test else \
             [k for k in load_spec(LADDER_SPEC) if k.precision in precisions]
     return st.ladder
+
+
+def _is_ladder_spec(spec: str) -> bool:
+    module = spec.rpartition(":")[0]
+    module = module[len("gemm:"):] if module.startswith("gemm:") else module
+    return module.split(".")[0] == "reference_kernels"
 
 
 def is_ladder_entry(config: pytest.Config, kernel: GemmKernel) -> bool:

@@ -1,0 +1,82 @@
+"""Nothing passes silently: what the run could not test is counted and, where asked, fails it.
+
+- :func:`gpu_checks_not_run`: with ``--gemm-require-gpu``, a run whose GPU checks were all
+  skipped fails, with their reasons (an early probe catches the no-GPU case in
+  ``configure``; this catches a GPU on which no kernel's check could run).
+- :func:`skips_by_reason`: the terminal summary counts skipped tests by reason, so a run
+  that skipped most of its checks says so without ``-rs``.
+
+Pure functions over the JSON records and pytest's skip reports; tested with no GPU.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Iterable
+
+#: Records of GPU checks skipped for lack of a GPU carry a message starting with this
+#: (``kernels.device.probe``); verdicts and reports can tell "compiled only" by it.
+NO_GPU_PREFIX = "no usable GPU"
+
+
+def is_gpu_check(record: dict[str, Any]) -> bool:
+    return record.get("check") != "compile" and not record.get("ladder")
+
+
+def gpu_checks_not_run(records: Iterable[dict[str, Any]]) -> str | None:
+    """None when at least one GPU check ran (passed or failed) or none was collected; else
+    why none ran: the skip reasons, most frequent first."""
+    gpu = [r for r in records if is_gpu_check(r)]
+    if not gpu or any(r.get("outcome") in ("passed", "failed") for r in gpu):
+        return None
+    reasons = Counter(str(r.get("message") or "no reason given") for r in gpu)
+    listed = "; ".join(f"{reason} ({count}x)" for reason, count in reasons.most_common(3))
+    more = f"; and {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
+    return f"no GPU check ran: all {len(gpu)} were skipped: {listed}{more}"
+
+
+def skip_reason(report: Any) -> str:
+    """The reason of a skipped test report (``Skipped: `` dropped)."""
+    longrepr = getattr(report, "longrepr", None)
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        reason = str(longrepr[2])
+    else:
+        reason = str(longrepr or "")
+    for prefix in ("Skipped: ", "SKIPPED: "):
+        if reason.startswith(prefix):
+            reason = reason[len(prefix):]
+    return reason.strip() or "no reason given"
+
+
+#: What varies between skips of one cause (the kernel, the architecture, the shape, the
+#: compute capability): replaced, so the summary counts causes; -rs has each test's own words.
+_VARYING = (
+    (re.compile(r"'[^']*'"), "'…'"),
+    (re.compile(r"\bsm_\d+a?\b"), "sm_…"),
+    (re.compile(r"\b\d+x\d+x\d+\b"), "MxNxK"),
+    (re.compile(r"compute capability \d+\.\d+"), "compute capability …"),
+)
+
+
+def reason_kind(reason: str) -> str:
+    """A skip reason with what varies between tests of the same cause replaced."""
+    for pattern, replacement in _VARYING:
+        reason = pattern.sub(replacement, reason)
+    return reason
+
+
+def skips_by_reason(reports: Iterable[Any], limit: int = 8) -> list[str]:
+    """Summary lines: how many tests were skipped, then the count of each cause."""
+    counts = Counter(reason_kind(skip_reason(r)) for r in reports if getattr(r, "skipped", False)
+                     and not hasattr(r, "wasxfail"))
+    if not counts:
+        return []
+    total = sum(counts.values())
+    lines = [f"pytest-gemm: {total} skipped, by reason (-rs lists each test):"]
+    width = len(str(max(counts.values())))
+    for reason, count in counts.most_common(limit):
+        lines.append(f"  {count:>{width}}  {reason}")
+    if len(counts) > limit:
+        rest = sum(c for _, c in counts.most_common()[limit:])
+        lines.append(f"  {rest:>{width}}  ... {len(counts) - limit} other reasons")
+    return lines
