@@ -167,3 +167,27 @@ def test_the_harness_running_out_of_memory_is_not_the_kernels_failure():
     speed = next(t for t in results["tests"] if t["name"].startswith("speed"))
     assert "failures (" not in speed["output"] and "harness_out_of_memory" in speed["output"]
     assert results["extra_data"]["pytest_gemm"]["failure_categories"] == []
+
+
+def test_work_off_the_callers_stream_explains_the_rest():
+    """own_stream on the H200 (2026-12-01): the launch check caught its stream; exact then saw C
+    unwritten, because the launcher's work raced the harness's upload of C."""
+    v = kernel_verdict([fail("launch", "timing_escape"), fail("exact", "unwritten_output", (256, 512, 128)),
+                        fail("speed", "timing_escape", (1024, 1024, 1024))])
+    assert v.primary_category == "timing_escape" and v.primary_check == "launch 64x64x64"
+    assert [c.split(":")[0] for c in v.consequences] == ["exact"]
+    # a compile or launch error still comes first; a timing escape in the speed check alone does not
+    assert kernel_verdict([fail("launch", "timing_escape"), fail("exact", "launch_error")]).primary_category == "launch_error"
+    assert kernel_verdict([fail("exact", "unwritten_output"), fail("speed", "timing_escape")]).primary_category == "unwritten_output"
+
+
+def test_the_summary_says_compiled_only_when_no_gpu_check_ran():
+    from types import SimpleNamespace
+
+    from pytest_gemm.outputs.report import summary_lines
+
+    records = [{"kernel": "k", "check": "compile", "outcome": "passed", "params": {"arch": "sm_80"}},
+               {"kernel": "k", "check": "exact", "shape": [8, 8, 8], "outcome": "skipped",
+                "message": "no usable GPU: cudaErrorInsufficientDriver"}]
+    text = "\n".join(summary_lines(SimpleNamespace(results=records), None))
+    assert "k: compiled only (no GPU check ran: only the compile checks)" in text

@@ -166,6 +166,12 @@ def _precision_evidence(checks: Sequence[CheckRecord]) -> bool:
 
 def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> str | None:
     cats = {r.category for r in failed}
+    if cats & {cat.COMPILE_ERROR, cat.LAUNCH_ERROR}:
+        return cat.COMPILE_ERROR if cat.COMPILE_ERROR in cats else cat.LAUNCH_ERROR
+    if any(r.check == "launch" and r.category == cat.TIMING_ESCAPE for r in failed):
+        # the launcher's work is not on the caller's stream: not ordered after the harness's
+        # uploads nor before its reads, so every other check's evidence is unreliable
+        return cat.TIMING_ESCAPE
     precision = _precision_evidence(checks)
     for category in ROOT_CAUSE_ORDER:
         if category == cat.WRONG_VALUES and precision:

@@ -132,6 +132,7 @@ def summary_lines(st: Any, config: Any) -> list[str]:
     roofs = roofs_summary(combine_roofs(r.get("roofs") for r in records))
     table += [roofs] if roofs else []
     table += sorted({f"device: {w}" for r in records for w in r.get("device_warnings") or ()})
+    table += verdict_lines(records)
     failures = [r for r in records if r["outcome"] == "failed"]
     notes = list(getattr(st, "notes", None) or [])  # e.g. where --gemm-plot drew the ranking
     if not table and not failures and not notes:
@@ -140,6 +141,16 @@ def summary_lines(st: Any, config: Any) -> list[str]:
     lines += table + notes
     if failures:
         lines += root_cause_lines(records)
+    return lines
+
+
+def verdict_lines(records: list[dict[str, Any]]) -> list[str]:
+    """Kernels under test whose run did not test everything: never shown as passed."""
+    lines = []
+    for name, result in kernel_results(records).items():
+        v = result.verdict
+        if v.status in ("compiled only", "incomplete") and not result.ladder:
+            lines.append(f"{name}: {v.status}" + (f" ({'; '.join(v.notes)})" if v.notes else ""))
     return lines
 
 
