@@ -31,7 +31,8 @@ def check_alpha_beta(h: Harness, shape: Shape, alpha: float, beta: float) -> Non
     result = run_kernel(h, problem, alpha=alpha, beta=beta, c_init=c_old)
     ref64 = reference_f32(problem, alpha, beta, c_old)
     where = f"alpha={alpha}, beta={beta} at {shape_str(shape)}"
-    wrong_formula = explain_epilogue(to_numpy(result.c), problem.a64, problem.b64, problem.c0, alpha, beta)
+    # C_old is what C held: c0 when beta != 0, the fill sentinel (not a C_old to add) when beta == 0
+    wrong_formula = explain_epilogue(to_numpy(result.c), problem.a64, problem.b64, c_old, alpha, beta)
     if wrong_formula is not None:
         raise GemmCheckFailure(cat.WRONG_VALUES, f"{where}: {wrong_formula}", [_RULE])
     if alpha in (0.0, 1.0) and beta in (0.0, 1.0):

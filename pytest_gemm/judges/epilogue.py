@@ -27,10 +27,12 @@ def explain_epilogue(got: Any, a64: Any, b64: Any, c0: Any, alpha: float, beta: 
     scale = float(max(np.abs(ab).max(initial=0.0), np.abs(c).max(initial=0.0), 1.0))
     if _close(g, want, scale):
         return None
+    # the smallest claim first: where two formulas give the same values here (alpha == 1, or
+    # beta == 0), the one that blames less is said
     candidates = (
-        (ab, "alpha and beta are ignored: C = A@B"),
         (alpha * ab, "beta is ignored: C_old is not added (C = alpha*A@B)"),
         (ab + beta * c, "alpha is ignored (C = A@B + beta*C_old)"),
+        (ab, "alpha and beta are ignored: C = A@B"),
         (alpha * ab + c, "beta is taken as 1 (C = alpha*A@B + C_old)"),
         (ab + c, "alpha and beta are ignored and C_old is added (C = A@B + C_old)"),
         (beta * ab + alpha * c, "alpha and beta are swapped (C = beta*A@B + alpha*C_old)"),
