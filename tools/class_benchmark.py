@@ -120,11 +120,9 @@ def solo_pick(plan: list[tuple[str, str, str]], k: int) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    extra: list[str] = []
-    if "--" in args_in:
-        cut = args_in.index("--")
-        args_in, extra = args_in[:cut], args_in[cut + 1:]
+    from pytest_gemm.grading.gradebook import split_passthrough
+
+    args_in, extra = split_passthrough(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--students", type=int, default=100)
     p.add_argument("--jobs", type=int, default=8, help="students at once in the class run (default 8)")

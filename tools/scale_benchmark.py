@@ -136,11 +136,9 @@ def out_of_memory_checks(report: dict[str, Any]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    extra: list[str] = []
-    if "--" in args_in:
-        cut = args_in.index("--")
-        args_in, extra = args_in[:cut], args_in[cut + 1:]
+    from pytest_gemm.grading.gradebook import split_passthrough
+
+    args_in, extra = split_passthrough(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kernels", type=int, default=64)
     p.add_argument("--workers", type=int, default=4)

@@ -98,12 +98,17 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
+def split_passthrough(argv: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
+    """(this command's arguments, the pytest arguments after ``--``); ``argv`` defaults to sys.argv[1:]."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in args:
+        return args, []
+    cut = args.index("--")
+    return args[:cut], args[cut + 1:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    extra: list[str] = []
-    if "--" in args_in:
-        cut = args_in.index("--")
-        args_in, extra = args_in[:cut], args_in[cut + 1:]
+    args_in, extra = split_passthrough(argv)
     parser = make_parser()
     args = parser.parse_args(args_in)
     root = Path(args.submissions)

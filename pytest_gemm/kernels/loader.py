@@ -48,20 +48,7 @@ def import_shipped(name: str) -> ModuleType:
     if existing is not None and getattr(existing, "__file__", None) \
             and Path(existing.__file__).resolve().parent == folder:
         return existing
-    modname = SHIPPED_MODULE.format(name)
-    if modname in sys.modules:
-        return sys.modules[modname]
-    module_spec = importlib.util.spec_from_file_location(modname, folder / "__init__.py",
-                                                         submodule_search_locations=[str(folder)])
-    assert module_spec is not None and module_spec.loader is not None
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[modname] = module
-    try:
-        module_spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[modname]
-        raise
-    return module
+    return _load_as(SHIPPED_MODULE.format(name), folder / "__init__.py", package_dir=folder)
 
 
 def import_shipped_module(name: str, path: Path) -> ModuleType:
@@ -69,18 +56,18 @@ def import_shipped_module(name: str, path: Path) -> ModuleType:
     ``_pytest_gemm_shipped_<name>.<stem>``: a user's package of the same name, imported by
     pytest as ``conformance.test_x``, never clashes with ours."""
     package = SHIPPED_MODULE.format(name)
-    if package not in sys.modules:
-        folder = shipped_dir(name)
-        pkg_spec = importlib.util.spec_from_file_location(package, folder / "__init__.py",
-                                                          submodule_search_locations=[str(folder)])
-        assert pkg_spec is not None and pkg_spec.loader is not None
-        pkg = importlib.util.module_from_spec(pkg_spec)
-        sys.modules[package] = pkg
-        pkg_spec.loader.exec_module(pkg)
-    modname = f"{package}.{path.stem}"
+    folder = shipped_dir(name)
+    _load_as(package, folder / "__init__.py", package_dir=folder)
+    return _load_as(f"{package}.{path.stem}", path)
+
+
+def _load_as(modname: str, path: Path, package_dir: Path | None = None) -> ModuleType:
+    """``path`` executed as the module ``modname`` (a package when ``package_dir`` is given),
+    once per process; a module whose execution fails is not left in ``sys.modules``."""
     if modname in sys.modules:
         return sys.modules[modname]
-    module_spec = importlib.util.spec_from_file_location(modname, path)
+    module_spec = importlib.util.spec_from_file_location(
+        modname, path, submodule_search_locations=None if package_dir is None else [str(package_dir)])
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[modname] = module

@@ -11,6 +11,7 @@ written down, one row per rule, in ``docs/verdicts.md``; each has a test.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Sequence
 
 from ..model import categories as cat
@@ -108,8 +109,9 @@ class KernelResult:
     checks: list[CheckRecord]
     ladder: bool = False
 
-    @property
+    @cached_property
     def verdict(self) -> Verdict:
+        """Derived once: read it after the records are all in (``kernel_results`` does)."""
         return kernel_verdict(self.checks)
 
     @property

@@ -187,7 +187,3 @@ def json_report(st: Any, with_device: bool = True) -> dict[str, Any]:
 def write_json(path: Path, report: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2, default=str))
-
-
-def write_json_report(path: Path, st: Any) -> None:
-    write_json(path, json_report(st))
