@@ -99,15 +99,25 @@ def live_siblings() -> int:
 
 def run_check(kernel: Any, check: str, shape: list[int], params: dict[str, Any], options: dict[str, Any],
               facts: dict[str, Any]) -> dict[str, Any]:
+    import contextlib
+
+    from pytest_gemm.measure.gpu_lock import gpu_lock
+
     log = os.environ.get("FAKEGPU_LOG")
-    started = time.time()
-    try:
-        return _run_check(kernel, check, shape, facts)
-    finally:
-        if log:
-            with open(log, "a") as fh:
-                fh.write(f"{kernel.name} {check} {os.getpid()} {_RELEASES[0]} {live_siblings()} "
-                         f"{started:.6f} {time.time():.6f}\n")
+    # like checks/speed.py: a timed check takes the GPU lock itself, exclusively, for its timings
+    with gpu_lock(True) if check in ("speed", "sweep") else contextlib.nullcontext():
+        started = time.time()
+        try:
+            return _run_check(kernel, check, shape, facts)
+        finally:
+            _log(log, kernel, check, started)
+
+
+def _log(log: str | None, kernel: Any, check: str, started: float) -> None:
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{kernel.name} {check} {os.getpid()} {_RELEASES[0]} {live_siblings()} "
+                     f"{started:.6f} {time.time():.6f}\n")
 
 
 def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any]) -> dict[str, Any]:

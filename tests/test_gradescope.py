@@ -417,3 +417,11 @@ def test_a_spec_error_still_writes_results_that_say_why(pytester: pytest.Pyteste
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     data = json.loads((pytester.path / "results.json").read_text())
     assert data["score"] == 0 and "has no attribute 'kernel'" in data["output"]
+
+
+def test_each_checks_wall_time_is_summed_in_the_extra_data():
+    records = [rec("exact", wall_s=0.5), rec("exact", shape=(1, 1, 1), wall_s=0.25),
+               rec("coverage", wall_s=1.0), rec("guards")]
+    checks = build_results(records)["extra_data"]["pytest_gemm"]["checks"]
+    assert checks["exact"]["wall_s"] == 0.75 and checks["coverage"]["wall_s"] == 1.0
+    assert checks["guards"]["wall_s"] == 0.0  # no wall time recorded: nothing invented

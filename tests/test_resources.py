@@ -20,7 +20,7 @@ from pytest_gemm.checks.sandbox_child import (KernelCall, harness_oom_failure, i
 from pytest_gemm.model import categories as cat
 from pytest_gemm.model.categories import GemmCheckFailure
 from pytest_gemm.runner import execution
-from pytest_gemm.runner.gpu_lock import gpu_key, gpu_lock, lock_paths
+from pytest_gemm.measure.gpu_lock import gpu_key, gpu_lock, lock_paths
 
 OOM = fakegpu.OutOfMemoryError
 
@@ -262,7 +262,7 @@ def test_a_reply_carries_the_checks_own_seconds_and_the_pool_figure(tmp_path):
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from pytest_gemm.runner.gpu_lock import gpu_lock
+    from pytest_gemm.measure.gpu_lock import gpu_lock
     exclusive, hold, directory, log = sys.argv[1] == "x", float(sys.argv[2]), sys.argv[3], sys.argv[4]
     with gpu_lock(exclusive, key="7", directory=directory):
         start = time.time()

@@ -62,7 +62,8 @@ def _template_dir(template: str) -> Path:
 
 def make_class(root: Path, n: int) -> list[tuple[str, str, str]]:
     """Write the class under ``root`` (one folder per student: kernel.py + matmul.cu), each
-    kernel named after its student so that no two are the same kernel."""
+    kernel named after its student and each source ending in its student's name, so that no two
+    are the same kernel and no compile is served from another student's cache."""
     plan = class_plan(n)
     root.mkdir(parents=True, exist_ok=True)
     for student, template, _ in plan:
@@ -72,6 +73,8 @@ def make_class(root: Path, n: int) -> list[tuple[str, str, str]]:
         text, count = re.subn(r'name="([^"]*)"', lambda m: f'name="{student} ({m.group(1)})"', kernel_py.read_text())
         assert count == 1, f"{kernel_py}: expected one name=... to rename"
         kernel_py.write_text(text)
+        for source in folder.glob("*.cu"):  # every student's source differs, as in a real class: no compile cache hit
+            source.write_text(source.read_text() + f"\n// {student}'s submission\n")
     return plan
 
 

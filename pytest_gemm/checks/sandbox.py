@@ -14,9 +14,11 @@ a failed check is added to that failure's details.
 Start-up is bounded apart from the checks: importing the kernel (``LOAD_TIMEOUT``) and
 preparing it (CUDA initialisation, compiling and loading it: ``PREPARE_TIMEOUT``) each have
 their own limit and are reported as such, so a check's timeout measures the check alone.
-Each reply carries the check's duration in the child (``last_seconds``). ``run`` takes a
+Each reply carries the check's duration in the child (``last_seconds``). A check that takes
+the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is not the
+check's time and does not count towards its timeout. ``run`` takes a
 ``guard``, a context manager held only while the check itself runs (the GPU-wide lock of
-``runner/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel. The child's side, its memory release between checks and its
+``measure/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel. The child's side, its memory release between checks and its
 out-of-memory retry, is ``checks/sandbox_child.py``.
 
 Test hook: the child runs each check through ``pytest_gemm.checks.dispatch.run_check``,
@@ -94,12 +96,13 @@ class SandboxClient:
         self.writer.write(json.dumps(message) + "\n")
         self.writer.flush()
 
-    def _receive(self, timeout: float) -> dict[str, Any] | None:
-        """The next message, or None when the child died; raises TimeoutError."""
-        deadline = time.monotonic() + timeout
+    def _receive(self, timeout: float | None) -> dict[str, Any] | None:
+        """The next message, or None when the child died; raises TimeoutError (never with
+        ``timeout=None``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
                 raise TimeoutError
             ready, _, _ = select.select([self.reader_fd], [], [], left)
             if not ready:
@@ -110,6 +113,21 @@ class SandboxClient:
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
+
+    def _check_reply(self, timeout: float) -> dict[str, Any] | None:
+        """The check's reply; ``timeout`` counts only while the check is not waiting for the GPU
+        lock (the child reports its waits), so a check delayed by other kernels' timings is
+        not charged for them. A wait for the lock is unbounded, as when the parent takes it: every
+        holder is bounded by its own timeout. Raises TimeoutError."""
+        left, waiting = timeout, False
+        while True:
+            started = time.monotonic()
+            message = self._receive(None if waiting else left)
+            if message is None or "event" not in message:
+                return message
+            if not waiting:
+                left -= time.monotonic() - started
+            waiting = message["event"] == "lock_wait"
 
     def output_tail(self, limit: int = OUTPUT_LIMIT, since: int = 0) -> str:
         """The last ``limit`` characters the child printed (after byte offset ``since``)."""
@@ -249,7 +267,7 @@ class SandboxClient:
         except (BrokenPipeError, ConnectionError):  # it died after its last reply
             raise self._death(shape_text, check) from None
         try:
-            reply = self._receive(timeout)
+            reply = self._check_reply(timeout)
         except TimeoutError:
             self.check_timed_out = True
             self.stop()

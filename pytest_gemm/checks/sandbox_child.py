@@ -217,12 +217,16 @@ def child(read_fd: int, write_fd: int) -> None:
         writer.write(json.dumps(message, default=str) + "\n")
         writer.flush()
 
+    from ..measure.gpu_lock import observe_waits, waited_seconds
+
+    # a check that waits for the GPU lock says so: its parent stops the check's clock meanwhile
+    observe_waits(lambda waiting: send({"event": "lock_wait" if waiting else "lock_held"}))
     run_check, prepare, release = hooks()
     kernel = None
     for line in reader:
         request = json.loads(line)
         facts: dict[str, Any] = {}
-        started = time.perf_counter()
+        started, waited = time.perf_counter(), waited_seconds()
         try:
             if request["op"] == "load":
                 from ..kernels.loader import load_spec
@@ -245,7 +249,7 @@ def child(read_fd: int, write_fd: int) -> None:
         except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
             reply, end = _failure_reply(request, exc, facts)
             del exc
-        reply["seconds"] = time.perf_counter() - started
+        reply["seconds"] = time.perf_counter() - started - (waited_seconds() - waited)  # the check's own time
         if request["op"] == "check" and not end and not reply.get("restart"):
             try:
                 reply["memory"] = release()

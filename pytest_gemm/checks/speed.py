@@ -12,12 +12,16 @@ Roofs (``measure/roofs.py``): the impossibility judge uses the theoretical peaks
 (a rate above the arithmetic peak, or a time below what the compulsory bytes take
 at the memory peak); "fraction of roof" is reported against the roof measured in
 this process, the theoretical peak when it could not be measured.
+
+The check takes the GPU-wide lock exclusively only for the roofs, the timed calls and
+cuBLAS (``measure/gpu_lock.py``); the runner holds nothing around it.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ..kernels.harness import Harness
+from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
 from ..measure.timed import (problems_for, process_roofs, reject_escaped_work, reject_impossible_timing, roof_facts,
                              time_cublas, timed_run)
@@ -33,10 +37,10 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
     import cupy
 
     precision = h.kernel.precision
-    measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
-    limits = ceilings(h.device, precision, measured)
-    problems = problems_for(precision, shape)
-    with cupy.cuda.Stream.null:  # whatever stream a kernel left current, the harness works on this one
+    problems = problems_for(precision, shape)  # host work: drawn before the GPU is taken
+    with gpu_lock(True), cupy.cuda.Stream.null:  # alone on the GPU; the harness works on the null stream
+        measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
+        limits = ceilings(h.device, precision, measured)
         timing, verify = timed_run(h, shape, budget_s, problems)
         record(dict({"timing": dict(timing.as_dict(), shape=list(shape))},
                     **roof_facts(h.device, precision, timing, measured)))

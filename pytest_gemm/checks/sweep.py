@@ -18,13 +18,15 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
 
     from ..kernels.harness import harness_for
     from ..measure.cublas import CUBLAS
+    from ..measure.gpu_lock import gpu_lock
     from ..measure.roofs import ceilings
     from ..measure.timed import (problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
                                  timed_run)
     from .cases import skip_reason
 
     precision = h.kernel.precision
-    measured = process_roofs(h.device, measure_roofs)
+    with gpu_lock(True):
+        measured = process_roofs(h.device, measure_roofs)
     limits = ceilings(h.device, precision, measured)
     plan = timing_order(shapes, seed)
     entries: list[dict[str, Any]] = []
@@ -37,7 +39,7 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     def measure(shape: Shape, first: tuple[str, str]) -> dict[str, Any]:
         problems = problems_for(precision, shape)  # the same inputs for the kernel and cuBLAS
         timings: dict[str, Any] = {}
-        with cupy.cuda.Stream.null:  # whatever stream a kernel left current, the harness works on this one
+        with gpu_lock(True), cupy.cuda.Stream.null:  # alone on the GPU for this size's timings  # whatever stream a kernel left current, the harness works on this one
             for who in first:
                 if who == "cublas":
                     timings[who], verify_cublas = timed_run(baseline, shape, budget_s, problems)

@@ -3,19 +3,26 @@
 Each running student gets one GPU (``CUDA_VISIBLE_DEVICES``), the one with the fewest
 students on it, so with several GPUs students are spread one GPU each. Students that share
 a GPU run their correctness checks at once; their timed checks (speed, sweep) take the
-GPU-wide lock of ``runner/gpu_lock.py`` and have the GPU to themselves, so their speed
+GPU-wide lock of ``measure/gpu_lock.py`` and have the GPU to themselves, so their speed
 figures are those of a solo run. A student whose run had a check the harness could not run
 (``harness_out_of_memory``) is graded again, alone, once the others are done; if it happens
 again the row says so (status ``error``) instead of charging the kernel.
+
+The roofs and cuBLAS are measured once per GPU for the whole class, by the first student's
+speed check, and read by the others (``measure/run_cache.py``, a folder of the run's own),
+so that each student's turn alone on the GPU times only the student's kernel;
+``share_measurements=False`` (the gradebook's ``--measure-each``) measures them in every run.
 """
 from __future__ import annotations
 
+import tempfile
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..measure.run_cache import CACHE_ENV
 from .processes import run_with_limit
 from .students import (DEFAULT_TIMEOUT, ERROR, GRADED, CommandBuilder, Runner, StudentResult, grade_one,
                        harness_failed, load_grading_config)
@@ -54,15 +61,24 @@ def grade_all(submissions: Sequence[Submission], *, attr: str = "kernel", timeou
               extra_args: Sequence[str] = (), jobs: int = 1, runner: Runner = run_with_limit,
               command_builder: CommandBuilder = build_command, env: dict[str, str] | None = None,
               log_dir: Path | None = None, gpus: Sequence[str] | None = None,
-              progress: Callable[[StudentResult], None] | None = None) -> list[StudentResult]:
+              progress: Callable[[StudentResult], None] | None = None,
+              share_measurements: bool = True) -> list[StudentResult]:
     """Grade every submission (``jobs`` at a time, spread over ``gpus``: default, the visible
     ones), in the submissions' order."""
     import os
 
+    base_env = dict(os.environ if env is None else env)
+    if share_measurements and not base_env.get(CACHE_ENV):
+        with tempfile.TemporaryDirectory(prefix="pytest-gemm-measured-") as folder:
+            return grade_all(submissions, attr=attr, timeout=timeout, check_timeout=check_timeout, ini=ini,
+                             extra_args=extra_args, jobs=jobs, runner=runner, command_builder=command_builder,
+                             env=dict(base_env, **{CACHE_ENV: folder}), log_dir=log_dir, gpus=gpus,
+                             progress=progress)
+    if not share_measurements:
+        base_env.pop(CACHE_ENV, None)
     config = load_grading_config(ini)
     fallback_max = config.max_score()
     slots = GpuSlots(_visible_gpus() if gpus is None else gpus)
-    base_env = dict(os.environ if env is None else env)
 
     def one(sub: Submission, report: bool = True) -> StudentResult:
         gpu = slots.acquire()

@@ -94,6 +94,10 @@ def make_parser() -> argparse.ArgumentParser:
                    help="students graded at once (default 1), spread over the visible GPUs (CUDA_VISIBLE_DEVICES); "
                         "on a shared GPU their correctness checks run at once and their timed checks one at a time "
                         "(a GPU-wide lock), so speed figures match a solo run")
+    p.add_argument("--measure-each", action="store_true",
+                   help="measure the GPU's roofs and cuBLAS in every student's run (default: once per GPU for the "
+                        "class, by the first speed check, under the GPU-wide lock; each student's own kernel is "
+                        "always timed in its own run)")
     p.add_argument("--logs", default=None, metavar="DIR", help="write each student's pytest output to DIR/STUDENT.log")
     return p
 
@@ -134,20 +138,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no submissions in {str(root)!r}: expected one subfolder holding {args.file} "
                      "(or one .py file) per student")
 
-    def progress(r: StudentResult) -> None:
-        print(f"{r.student}: {r.status}, {r.score:g} / {r.max_score:g}"
-              + (f" ({r.reason[:160]})" if r.reason else ""), flush=True)
-
     started = time.monotonic()
+
+    def progress(r: StudentResult) -> None:
+        print(f"[{time.monotonic() - started:6.1f} s] {r.student}: {r.status}, {r.score:g} / {r.max_score:g}"
+              f" in {r.elapsed_s:.1f} s" + (f" ({r.reason[:160]})" if r.reason else ""), flush=True)
+
     results = grade_all(submissions, attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
                         ini=ini, extra_args=extra, jobs=args.jobs, log_dir=Path(args.logs) if args.logs else None,
-                        progress=progress)
+                        progress=progress, share_measurements=not args.measure_each)
     columns = check_columns(results, config)
     write_csv(Path(args.out), results, columns)
     if args.json:
         write_json(Path(args.json), results, {
             "submissions_dir": str(root.resolve()), "attr": args.attr, "timeout_s": args.timeout,
             "check_timeout_s": args.check_timeout, "ini": str(ini) if ini else None, "pytest_args": extra,
+            "measurements": "each run" if args.measure_each else "once per GPU for the class",
             "columns": columns})
     print()
     print(summary_table(results))

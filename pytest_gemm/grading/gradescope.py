@@ -195,7 +195,8 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
         "tags": [g.check] + categories + (["harness_out_of_memory"] if harness else []),
     }
     tally = {"score": score, "max_score": weight, "passed": len(passed), "failed": len(failed),
-             "skipped": len(skipped)}
+             "skipped": len(skipped),
+             "wall_s": sum(float(r.get("wall_s") or 0.0) for r in g.records)}  # where a student's time went
     return test, tally
 
 
@@ -236,7 +237,8 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
         root = results[g.kernel].verdict if g.kernel in results else None
         test, tally = _score_group(g, config, prefix=len(graded) > 1, root=root)
         tests.append(test)
-        agg = checks.setdefault(g.check, {"score": 0.0, "max_score": 0.0, "passed": 0, "failed": 0, "skipped": 0})
+        agg = checks.setdefault(g.check, {"score": 0.0, "max_score": 0.0, "passed": 0, "failed": 0, "skipped": 0,
+                                          "wall_s": 0.0})
         for key, value in tally.items():
             agg[key] = round(agg[key] + value, 4)
     score = round(sum(t["score"] for t in tests), 4)

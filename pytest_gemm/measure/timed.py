@@ -100,26 +100,35 @@ def timed_run(h: Harness, shape: Shape, budget_s: float,
 
 def time_cublas(precision: str, shape: Shape, device: Any, budget_s: float,
                 problems: list[Any] | None = None) -> TimingResult:
+    """cuBLAS at ``precision`` and ``shape``: once per process and device, and once per run
+    and GPU where the run shares its measurements (``run_cache.py``). Call it holding the
+    GPU exclusively (``gpu_lock``)."""
     key = (precision, shape, device.index)
     if key not in _CUBLAS_TIMES:
-        from .cublas import CUBLAS
+        from .run_cache import shared
 
-        baseline = CUBLAS[precision]
+        def measure() -> dict[str, Any]:
+            from .cublas import CUBLAS
 
-        timing, verify = timed_run(harness_for(baseline, device), shape, budget_s, problems)
-        verify()
-        _CUBLAS_TIMES[key] = timing
+            timing, verify = timed_run(harness_for(CUBLAS[precision], device), shape, budget_s, problems)
+            verify()
+            return timing.as_dict()
+
+        what = f"cublas-{precision}-{shape_str(shape)}-{budget_s:g}s"
+        _CUBLAS_TIMES[key] = TimingResult.from_dict(shared(device, what, measure))
     return _CUBLAS_TIMES[key]
 
 
 def process_roofs(device: Any, measure: bool = True) -> dict[str, Any]:
-    """This process's measured roofs (``roof_bench.measured_roofs``, cached), or {} when not measured."""
+    """This process's measured roofs (``roof_bench.measured_roofs``, cached; shared by the run
+    where ``run_cache.py`` says so), or {} when not measured. Call it holding the GPU exclusively."""
     if not measure:
         return {}
     from .roof_bench import measured_roofs
+    from .run_cache import shared
 
     try:
-        return measured_roofs(device)
+        return shared(device, "roofs", lambda: measured_roofs(device))
     except Exception as exc:  # noqa: BLE001 - the theoretical peaks still judge; report why
         return {"errors": {"all": f"{type(exc).__name__}: {exc}"[:300]}}
 

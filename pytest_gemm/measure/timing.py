@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
 ESCAPE_FLOOR_MS = 0.5   # escaped work below this is never flagged (host jitter, tiny shapes)
@@ -57,6 +57,11 @@ class TimingResult:
         d = asdict(self)
         d.update(spread=self.spread, tflops=self.tflops)
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TimingResult":
+        """The inverse of ``as_dict`` (derived figures and unknown keys are ignored)."""
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
 def _quartiles(ordered: list[float]) -> tuple[float, float]:

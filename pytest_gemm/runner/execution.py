@@ -13,11 +13,13 @@ starts its process about once per worker instead of once per check.
 
 Timeouts: ``check_timeout`` is a check's own limit (start-up is bounded apart);
 ``checks/hangs.py`` shortens it for a kernel that already timed out. Every check holds the
-GPU-wide lock (``gpu_lock.py``): timed checks alone, the others shared; a new process holds it
-shared while it prepares the kernel (CUDA context, module load), so no timing sees that either.
+GPU-wide lock (``measure/gpu_lock.py``): a correctness check holds it shared; a timed check takes
+it itself, exclusively, only around its timed calls; a new process holds it shared while it
+prepares the kernel (CUDA context, module load), so no timing sees that either.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -28,7 +30,7 @@ from ..checks.hangs import HangLedger, flops_of
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import GemmKernel
-from .gpu_lock import gpu_lock
+from ..measure.gpu_lock import gpu_lock
 from .state import GemmState, is_ladder_entry, state
 
 MAX_LIVE_SANDBOXES = 4               # kernel processes one worker keeps alive
@@ -132,7 +134,7 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     client = acquire(st.sandboxes, key, lambda: SandboxClient(spec, index, rootdir), max_live_sandboxes())
     client.target(spec, index)
     try:
-        facts = client.run(check, list(shape), params, options, timeout, guard=lambda: gpu_lock(timed),
+        facts = client.run(check, list(shape), params, options, timeout, guard=None if timed else lambda: gpu_lock(False),
                            why=why or _timeout_source(st, params),
                            startup_guard=lambda: gpu_lock(False))  # a context, a module: not during a timing
     except GemmCheckFailure as exc:
@@ -174,7 +176,7 @@ def _run_here(kernel: GemmKernel, check: str, shape: tuple[int, int, int], param
     facts: dict[str, Any] = {}
     try:
         default_prepare(kernel)
-        with gpu_lock(timed):
+        with contextlib.nullcontext() if timed else gpu_lock(False):  # a timed check takes its own
             run_with_retry(run_check, release_memory, kernel, check, list(shape), params, options, facts)
     except Exception as exc:
         exc.facts = facts  # type: ignore[attr-defined]

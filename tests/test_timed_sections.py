@@ -1,0 +1,216 @@
+"""Timed checks hold the GPU alone only for their timings, and a class measures the roofs and
+cuBLAS once per GPU: the lock's reentrancy, waits not charged to a check's timeout, the run's
+shared measurements, and the gradebook's use of them. No GPU."""
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import textwrap
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fakegpu
+from pytest_gemm.checks import sandbox
+from pytest_gemm.grading.classrun import grade_all
+from pytest_gemm.grading.processes import RunOutcome
+from pytest_gemm.grading.submissions import Submission
+from pytest_gemm.measure import gpu_lock as lock_module
+from pytest_gemm.measure import run_cache
+from pytest_gemm.measure.gpu_lock import gpu_lock, lock_paths
+from pytest_gemm.measure.timing import TimingResult, summarize
+
+# ---- the lock within one process -------------------------------------------------------------
+
+
+def _held(directory: Path) -> bool | None:
+    return lock_module._HELD.get(lock_paths("5", str(directory))[0])
+
+
+def test_the_lock_is_reentrant_and_refuses_an_upgrade(tmp_path):
+    with gpu_lock(True, key="5", directory=str(tmp_path)):
+        with gpu_lock(True, key="5", directory=str(tmp_path)), gpu_lock(False, key="5", directory=str(tmp_path)):
+            assert _held(tmp_path) is True
+        assert _held(tmp_path) is True  # the inner holds did not release the outer one
+    assert _held(tmp_path) is None
+    with gpu_lock(False, key="5", directory=str(tmp_path)):
+        with pytest.raises(RuntimeError, match="exclusive asked for inside a shared hold"):
+            with gpu_lock(True, key="5", directory=str(tmp_path)):
+                pass
+
+
+HOLD = textwrap.dedent("""
+    import sys, time
+    from pytest_gemm.measure.gpu_lock import gpu_lock
+    with gpu_lock(True):
+        open(sys.argv[1], "w").close()
+        time.sleep(float(sys.argv[2]))
+""")
+
+
+def _hold_exclusively(tmp_path: Path, seconds: float) -> subprocess.Popen:
+    """Another process holding the GPU lock alone for ``seconds`` (returns once it holds it)."""
+    (tmp_path / "hold.py").write_text(HOLD)
+    flag = tmp_path / "holding"
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "hold.py"), str(flag), str(seconds)],
+                            env=fakegpu.env(tmp_path))
+    deadline = time.monotonic() + 30
+    while not flag.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "the holder never took the lock"
+        time.sleep(0.02)
+    return proc
+
+
+def _speed_check_behind_a_holder(tmp_path: Path, kernel: str, hold_s: float) -> tuple[Exception | None, float, Any]:
+    """Run ``kernel``'s (fake) speed check with a 1 s timeout while another process holds the
+    GPU lock alone for ``hold_s``: (what it raised, wall seconds, the client)."""
+    (tmp_path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
+    client = sandbox.SandboxClient(f"fake_kernels.py:{kernel}", 0, str(tmp_path), env=fakegpu.env(tmp_path))
+    holder, raised = None, None
+    try:
+        client.start()
+        holder = _hold_exclusively(tmp_path, hold_s)
+        started = time.monotonic()
+        try:
+            client.run("speed", [64, 64, 64], {}, {}, timeout=1.0)
+        except AssertionError as exc:
+            raised = exc
+        return raised, time.monotonic() - started, client
+    finally:
+        client.stop()
+        if holder is not None:
+            holder.wait(timeout=30)
+
+
+def test_waiting_for_the_lock_is_not_charged_to_a_timed_checks_timeout(tmp_path):
+    # slow's speed check takes the lock itself (as checks/speed.py does) and runs 0.3 s; another
+    # process holds the lock for 2 s, longer than the check's 1 s timeout
+    raised, took, client = _speed_check_behind_a_holder(tmp_path, "slow", 2.0)
+    assert raised is None and took >= 1.5    # it did wait for the holder...
+    assert 0.3 <= client.last_seconds < 1.0  # ...and its own time is the check's 0.3 s
+
+
+def test_a_check_that_hangs_after_its_wait_still_times_out(tmp_path):
+    raised, took, _ = _speed_check_behind_a_holder(tmp_path, "hang", 1.0)
+    assert "[timeout] speed at 64x64x64 did not finish within 1 s" in str(raised)
+    assert 1.8 <= took < 10  # the wait (about 1 s), then its own 1 s
+
+
+# ---- the speed check's lock regions ---------------------------------------------------------------
+
+def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(tmp_path, monkeypatch):
+    from pytest_gemm.checks import speed
+
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path))
+    stream = types.SimpleNamespace(null=contextlib.nullcontext())
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(Stream=stream)))
+    seen: dict[str, bool | None] = {}
+
+    def held() -> bool | None:
+        return lock_module._HELD.get(lock_paths()[0])
+
+    timing = summarize([1.0], flops=1e9)
+
+    def step(name, value=None):
+        def fn(*args, **kwargs):
+            seen[name] = held()
+            return value
+        return fn
+
+    monkeypatch.setattr(speed, "problems_for", step("inputs", []))
+    monkeypatch.setattr(speed, "process_roofs", step("roofs", {}))
+    monkeypatch.setattr(speed, "timed_run", step("kernel", (timing, step("verify"))))
+    monkeypatch.setattr(speed, "time_cublas", step("cublas", timing))
+    monkeypatch.setattr(speed, "roof_facts", lambda *a: {})
+    monkeypatch.setattr(speed, "ceilings", lambda *a: types.SimpleNamespace(tflops=1e9))
+    monkeypatch.setattr(speed, "reject_impossible_timing", lambda *a: None)
+    monkeypatch.setattr(speed, "reject_tampering", step("integrity"))
+    h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"), device=None)
+    speed.check_speed(h, (64, 64, 64), lambda facts: None, None)
+    assert seen == {"inputs": None, "roofs": True, "kernel": True, "verify": True, "cublas": True,
+                    "integrity": None}
+
+
+# ---- measurements shared by a run ---------------------------------------------------------------------
+
+DEVICE = types.SimpleNamespace(index=0, name="NVIDIA H200")
+
+
+def test_without_a_cache_folder_every_call_measures(monkeypatch):
+    monkeypatch.delenv(run_cache.CACHE_ENV, raising=False)
+    calls = []
+    assert run_cache.shared(DEVICE, "roofs", lambda: calls.append(1) or {"x": 1}) == {"x": 1}
+    run_cache.shared(DEVICE, "roofs", lambda: calls.append(1) or {"x": 1})
+    assert len(calls) == 2
+
+
+def test_a_runs_cache_measures_once_per_gpu_and_what(tmp_path):
+    calls = []
+
+    def measure(value):
+        return lambda: calls.append(value) or {"value": value}
+
+    first = run_cache.shared(DEVICE, "roofs", measure(1), directory=tmp_path, gpu="0")
+    again = run_cache.shared(DEVICE, "roofs", measure(2), directory=tmp_path, gpu="0")
+    other_gpu = run_cache.shared(DEVICE, "roofs", measure(3), directory=tmp_path, gpu="1")
+    other_what = run_cache.shared(DEVICE, "cublas-fp32-4096x4096x4096-1s", measure(4), directory=tmp_path, gpu="0")
+    assert first == {"value": 1} and again == {"value": 1, "shared": True}
+    assert other_gpu == {"value": 3} and other_what == {"value": 4} and calls == [1, 3, 4]
+    (tmp_path / run_cache.entry_name(DEVICE, "roofs", "0")).write_text("{not json")
+    assert run_cache.shared(DEVICE, "roofs", measure(5), directory=tmp_path, gpu="0") == {"value": 5}
+    assert not list(tmp_path.glob("*.tmp"))  # written whole, then renamed
+
+
+def test_a_timing_survives_the_round_trip_through_the_cache():
+    timing = summarize([1.0, 1.2, 0.9, 1.1], flops=2e12, escaped_ms=[0.0, 0.01], late_launches=1)
+    back = TimingResult.from_dict(json.loads(json.dumps(timing.as_dict())))
+    assert back == timing and back.tflops == timing.tflops
+
+
+def test_cublas_is_timed_once_for_a_run(tmp_path, monkeypatch):
+    from pytest_gemm.measure import timed
+
+    monkeypatch.setenv(run_cache.CACHE_ENV, str(tmp_path))
+    calls = []
+
+    def fake_timed_run(h, shape, budget_s, problems):
+        calls.append(shape)
+        return summarize([2.0, 2.0, 2.0], flops=1e12), lambda: None
+
+    monkeypatch.setattr(timed, "timed_run", fake_timed_run)
+    monkeypatch.setattr(timed, "harness_for", lambda *a: None)
+    first = timed.time_cublas("fp32", (64, 64, 64), DEVICE, 1.0)
+    monkeypatch.setattr(timed, "_CUBLAS_TIMES", {})  # another process of the same run
+    second = timed.time_cublas("fp32", (64, 64, 64), DEVICE, 1.0)
+    assert calls == [(64, 64, 64)] and first == second and first.median_ms == 2.0
+
+
+# ---- the gradebook -----------------------------------------------------------------------------------
+
+def _env_runner(seen: list[dict[str, str]]):
+    def runner(cmd, *, cwd, timeout, env):
+        seen.append(dict(env))
+        Path(cmd[2]).write_text(json.dumps({"score": 1, "tests": [], "extra_data": {}}))
+        return RunOutcome(0, False, "", 0.0)
+    return runner
+
+
+def _builder(kernel_file, attr, results_path, **_):
+    return [sys.executable, str(kernel_file), str(results_path)]
+
+
+def test_a_class_shares_one_measurement_folder_that_is_gone_afterwards(tmp_path, monkeypatch):
+    monkeypatch.delenv(run_cache.CACHE_ENV, raising=False)
+    subs = [Submission(n, tmp_path / f"{n}.py") for n in ("ann", "ben", "cy")]
+    seen: list[dict[str, str]] = []
+    grade_all(subs, jobs=2, gpus=["0"], runner=_env_runner(seen), command_builder=_builder)
+    folders = {env.get(run_cache.CACHE_ENV) for env in seen}
+    assert len(folders) == 1 and None not in folders and not Path(folders.pop()).exists()
+    seen.clear()
+    grade_all(subs, jobs=2, gpus=["0"], runner=_env_runner(seen), command_builder=_builder, share_measurements=False)
+    assert all(run_cache.CACHE_ENV not in env for env in seen)
