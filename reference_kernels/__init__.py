@@ -51,6 +51,40 @@ warptile = CudaKernel(
     source="warptile.cu", entry="gemm_warptile", block=(256,), tile=(128, 128),
     signature=_AB_ALPHA_BETA, precision="fp32", min_cc=(7, 0), name="warptile",
 )
+
+
+def sgemm_smem_bytes(bm: int, bn: int, bk: int, fill: int, stages: int) -> int:
+    """Dynamic shared memory of sgemm.cu: per stage the A tile (transposed BK x (BM+4)
+    for fill 0, BM x (BK+4) for fill 1) and the B tile BK x BN, in floats; fill 0 has 2 stages."""
+    if fill == 0:
+        return 2 * (bk * (bm + 4) + bk * bn) * 4
+    return stages * (bm * (bk + 4) + bk * bn) * 4
+
+
+def sgemm_kernel(bn: int, bk: int, fill: int, stages: int, min_blocks: int, name: str | None = None) -> CudaKernel:
+    """sgemm.cu built for a 128 x ``bn`` block tile and K slices of ``bk``: fill 0, register
+    prefetch into two shared buffers (A transposed, name ``...-rp2``); fill 1, a cp.async ring of
+    ``stages`` slices (``...-cp<stages>``). The rung ``warptile-256`` and the candidates."""
+    bm = 128
+    kind = "rp" if fill == 0 else "cp"
+    depth = 2 if fill == 0 else stages
+    return CudaKernel(
+        source="sgemm.cu", entry="gemm_sgemm", block=(256,), tile=(bm, bn),
+        signature=_AB, precision="fp32",
+        # cp.async needs sm_80; the register-prefetch fill runs wherever warptile.cu does.
+        min_cc=(7, 0) if fill == 0 else (8, 0),
+        shared_mem=sgemm_smem_bytes(bm, bn, bk, fill, depth),
+        options=(f"-DSG_BM={bm}", f"-DSG_BN={bn}", f"-DSG_BK={bk}", f"-DSG_FILL={fill}",
+                 f"-DSG_STAGES={depth}", f"-DSG_MIN_BLOCKS={min_blocks}"),
+        name=name or f"sgemm-{bm}x{bn}x{bk}-{kind}{depth}",
+    )
+
+
+# The top FP32 SIMT rung: warptile's warp and lane layout widened to 128 x 256 blocks (8 warps
+# of 64 x 64, 8 x 16 outputs per lane, cuBLAS's own work per thread), K slices of 16 prefetched
+# into registers and stored into two shared buffers, one barrier per slice. NOTES.md: measured.
+warptile_256 = sgemm_kernel(256, 16, fill=0, stages=2, min_blocks=1, name="warptile-256")
+
 wmma_fp16 = CudaKernel(
     source="wmma.cu", entry="gemm_wmma_fp16", block=(128,), tile=(64, 64),
     signature=_AB, precision="fp16", min_cc=(7, 0), name="wmma-fp16",
@@ -89,19 +123,23 @@ def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK, swizzle: boo
 
 def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
                     name: str | None = None, bk: int = MMA_BK, frag_pipe: int = 0,
-                    group_m: int = 0, swizzle: bool = False) -> CudaKernel:
+                    group_m: int = 0, swizzle: bool = False, spread: int = 0) -> CudaKernel:
     """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
     ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``).
     ``frag_pipe``: 1, fragments of the next k16 step loaded during this one's mma.sync
     (``-DMMA_FRAG_PIPE=1``, name suffix ``-fp``); 2, the same with half of a slice's last
     mma.sync issued before its barrier (suffix ``-fp2``); ``group_m``: blocks numbered in groups of that
     many tile rows (``-DMMA_GROUP_M``, suffix ``-g<n>``); ``swizzle``: unpadded shared rows with
-    XOR-swizzled 16-byte chunks (``-DMMA_SWIZZLE=1``, suffix ``-sw``)."""
+    XOR-swizzled 16-byte chunks (``-DMMA_SWIZZLE=1``, suffix ``-sw``); ``spread``: with ``frag_pipe=1``,
+    a steady-state loop with unchecked copies spread over that many k16 steps (``-DMMA_SPREAD``,
+    suffix ``-cs<n>``)."""
     threads = (bm // wm) * (bn // wn) * 32
     # Options only where they differ from the source's defaults: the default build keeps its options.
     extra = ((f"-DMMA_BK={bk}",) if bk != MMA_BK else ()) + ((f"-DMMA_FRAG_PIPE={frag_pipe}",) if frag_pipe else ()) \
-        + ((f"-DMMA_GROUP_M={group_m}",) if group_m else ()) + (("-DMMA_SWIZZLE=1",) if swizzle else ())
-    suffix = {0: "", 1: "-fp", 2: "-fp2"}[frag_pipe] + (f"-g{group_m}" if group_m else "") + ("-sw" if swizzle else "")
+        + ((f"-DMMA_GROUP_M={group_m}",) if group_m else ()) + (("-DMMA_SWIZZLE=1",) if swizzle else ()) \
+        + ((f"-DMMA_SPREAD={spread}",) if spread else ())
+    suffix = {0: "", 1: "-fp", 2: "-fp2"}[frag_pipe] + (f"-g{group_m}" if group_m else "") + ("-sw" if swizzle else "") \
+        + (f"-cs{spread}" if spread else "")
     return CudaKernel(
         source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
         signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk, swizzle),
@@ -114,9 +152,10 @@ def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks:
 # The top tensor-core rung: mma.sync m16n8k16 through ldmatrix, 8 warps of 64 x 64 on a
 # 256 x 128 block tile, a 3-slice cp.async ring of K slices of 64 in unpadded, XOR-swizzled
 # shared rows (144 KB: inside sm_80's 163 KB), the next k16 step's fragments loaded during this
-# step's mma.sync. reference_kernels/NOTES.md: the variants measured.
+# step's mma.sync, the next slice's copies unchecked and spread over three k16 steps in the
+# steady state. reference_kernels/NOTES.md: the variants measured.
 mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64, frag_pipe=1,
-                           swizzle=True)
+                           swizzle=True, spread=3)
 
 # The Hopper rung (wgmma.cu): TMA into 128-byte swizzled shared memory, wgmma.mma_async
 # m64n256k16, a 4-stage mbarrier ring, a producer and two consumer warpgroups (setmaxnreg),
@@ -145,7 +184,7 @@ HOPPER_RUNGS: list[PyKernel] = [wgmma_fp16, wgmma_bf16]
 
 #: The CUDA rungs, in ladder order.
 CUDA_RUNGS: list[CudaKernel] = [
-    naive_rows, naive_coalesced, tiled16, tiled32, regtile1d, regtile2d, vectorized, warptile,
+    naive_rows, naive_coalesced, tiled16, tiled32, regtile1d, regtile2d, vectorized, warptile, warptile_256,
     wmma_fp16, wmma_bf16, mma_fp16, pipeline_sync, cpasync2, cpasync3, cpasync4,
 ]
 
@@ -172,6 +211,7 @@ def by_name(name: str) -> CudaKernel | PyKernel:
 __all__ = [
     "LADDER", "CUDA_RUNGS", "HOPPER_RUNGS", "CUBLAS", "by_name", "wgmma_fp16", "wgmma_bf16",
     "naive_rows", "naive_coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
-    "warptile", "wmma_fp16", "wmma_bf16", "mma_fp16", "pipeline_sync", "cpasync2", "cpasync3", "cpasync4",
+    "warptile", "warptile_256", "wmma_fp16", "wmma_bf16", "mma_fp16", "pipeline_sync", "cpasync2", "cpasync3", "cpasync4",
     "cublas_fp32", "cublas_tf32", "cublas_fp16", "cublas_bf16", "mma_fp16_kernel", "mma_smem_bytes", "MMA_BK",
+    "sgemm_kernel", "sgemm_smem_bytes",
 ]

@@ -1,5 +1,9 @@
-// The rung mma-fp16 (built 256 x 128, K slices of 64, 3 stages, MMA_FRAG_PIPE=1, MMA_SWIZZLE=1)
-// and the candidates of candidates/: tensor cores through inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half,
+// The rung mma-fp16 (built 256 x 128, K slices of 64, 3 stages, MMA_FRAG_PIPE=1, MMA_SWIZZLE=1,
+// MMA_SPREAD=3) and the candidates of candidates/. What it adds to wmma.cu: the tensor core
+// without WMMA's opaque fragments (the m16n8k16 register layouts written out below, operands
+// fetched by ldmatrix), a multistage cp.async ring, and a main loop arranged so that the tensor
+// cores never wait for shared memory, the copies or the slice barrier (NOTES.md: 0.574 of cuBLAS
+// fp16 on an H200, where cuBLAS uses wgmma; mma.sync alone reaches about 0.89 there): tensor cores through inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half,
 // C (M x N) row-major float. Any M, N, K >= 1.
 //
 // Parameters (-D, defaults in brackets):
@@ -15,6 +19,11 @@
 //                    same, and half of the last step's mma.sync issued before that barrier [0]
 //   MMA_SWIZZLE      1: unpadded shared rows, 16-byte chunks XOR-swizzled (below); needs BK and
 //                    WN multiples of 64 and BN a multiple of 64; 0: padded rows [0]
+//   MMA_SPREAD       > 0 (with MMA_FRAG_PIPE=1): a steady-state loop whose copies of the next
+//                    K slice carry no checks and are spread over the first MMA_SPREAD k16 steps,
+//                    then a checked loop for the last slices; 0: the copies checked, all in
+//                    step 0 (ptxas then put about 120 instructions of copy issue between each
+//                    slice barrier and the first mma.sync) [0]
 //   MMA_GROUP_M      > 0: blocks are numbered in groups of this many block rows, column by
 //                    column inside a group, so that the blocks resident at once share A rows
 //                    and B columns in the L2; 0: block (x, y) computes C tile (x, y) [0]
@@ -125,6 +134,9 @@
 #ifndef MMA_SWIZZLE
 #define MMA_SWIZZLE 0
 #endif
+#ifndef MMA_SPREAD
+#define MMA_SPREAD 0
+#endif
 
 #define MMA_THREADS ((MMA_BM / MMA_WM) * (MMA_BN / MMA_WN) * 32)
 
@@ -143,6 +155,7 @@ enum : int {
     MI = WM / 16,          // m16 tiles per warp
     NI = WN / 8,           // n8 tiles per warp
     SWIZZLE = MMA_SWIZZLE,
+    SPREAD = MMA_SPREAD,   // k16 steps the copies of one K slice are spread over (0: the older loop)
     A_LD = SWIZZLE ? BK : BK + 8,  // halves per shared row of A
     B_LD = SWIZZLE ? BN : BN + 8,  // halves per shared row of B
     A_STAGE = BM * A_LD,   // halves per stage
@@ -161,6 +174,8 @@ enum : int {
 static_assert(BM % WM == 0 && BN % WN == 0, "the warp tile must divide the block tile");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: 16-row A fragments, B loaded 16 columns per ldmatrix.x4");
 static_assert(STAGES >= 2 && STAGES <= 5, "MMA_STAGES must be 2..5");
+static_assert(!MMA_SPREAD || (MMA_FRAG_PIPE == 1 && MMA_SPREAD <= KSTEPS - 1),
+              "MMA_SPREAD (a variant of MMA_FRAG_PIPE=1) spreads the copies over at most BK/16 - 1 k16 steps");
 static_assert(!MMA_FRAG_PIPE || KSTEPS % 2 == 0, "MMA_FRAG_PIPE alternates two fragment buffers: BK / 16 must be even");
 static_assert(GROUP_M >= 0, "MMA_GROUP_M must be >= 0");
 static_assert(BK % 16 == 0 && BK >= 16, "MMA_BK must be a multiple of 16 (one k16 step of mma.m16n8k16)");
@@ -468,7 +483,74 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
 
     int readStage = 0;             // kt % STAGES
     int writeStage = STAGES - 1;   // (kt + STAGES - 1) % STAGES
-    if constexpr (MMA_FRAG_PIPE && FILL == FILL_INNER) {
+    if constexpr (MMA_SPREAD && FILL == FILL_INNER) {
+        // Pipelined fragments as below, with the copies kept cheap and off the barrier:
+        // iterations whose next tile lies wholly inside K (all but the last STAGES-1 or so)
+        // issue their copies with no checks, spread over the first SPREAD k16 steps
+        // (COPY_FULL); the rest check k and issue them at step 0 (COPY_TAIL). Two loops, one
+        // body each, so that neither carries the other's checks.
+        //   Groups: the prologue commits STAGES-1; iteration kt commits one (tile kt+STAGES-1)
+        //   by step KSTEPS-2 at the latest (SPREAD <= KSTEPS-1), so at the wait in its last step STAGES+kt are
+        //   committed and tile kt+1 (group kt+1) has landed once at most STAGES-2 are pending.
+        unsigned int af[2][MI][4];
+        unsigned int bf[2][NI][2];
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        load_frags(af[0], bf[0], 0, 0);
+        enum : int { CHUNKS = A_CHUNKS + B_CHUNKS };
+        // `full` is a constant at both calls: inlined, each loop keeps only its own branch.
+        auto iteration = [&](int kt, bool full) {
+            const int writeTo = readStage == 0 ? STAGES - 1 : readStage - 1;  // tile kt-1's stage
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; ++kk) {
+                if (kk == KSTEPS - 1) {
+                    readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
+                    cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 have landed
+                    __syncthreads();              // everyone's have; everyone has read tile kt
+                    load_frags(af[0], bf[0], readStage, 0);  // after the last tile: read, unused
+                } else {
+                    load_frags(af[(kk + 1) & 1], bf[(kk + 1) & 1], readStage, kk + 1);
+                }
+                mma_step(af[kk & 1], bf[kk & 1], 0, MI / 2);
+                if (full) {
+                    // Chunk c (A's first, then B's) is issued in k16 step c * SPREAD / CHUNKS.
+                    const unsigned int aStage = aSmem + static_cast<unsigned int>(writeTo * A_STAGE * 2) + aDst;
+                    const unsigned int bStage = bSmem + static_cast<unsigned int>(writeTo * B_STAGE * 2) + bDst;
+#pragma unroll
+                    for (int c = 0; c < CHUNKS; ++c) {
+                        if (c * SPREAD / CHUNKS == kk) {
+                            if (c < A_CHUNKS) {
+                                cp_async16(aStage + c * A_DST_STEP, aNext + c * aPass, 16);
+                            } else {
+                                const int i = c - A_CHUNKS;
+                                cp_async16(bStage + i * B_DST_STEP, bNext + i * bPass, 16);
+                            }
+                        }
+                    }
+                    if (kk == SPREAD - 1) {
+                        aNext += BK;
+                        bNext += bTile;
+                        cp_async_commit();
+                    }
+                } else if (kk == 0) {
+                    if (kt + STAGES - 1 < kTiles) {
+                        load_next(writeTo, kt + STAGES - 1);
+                    }
+                    cp_async_commit();
+                }
+                mma_step(af[kk & 1], bf[kk & 1], MI / 2, MI);
+            }
+        };
+        // Tile j is whole when (j + 1) * BK <= K; iteration kt loads tile kt + STAGES - 1.
+        const int steady = max(0, min(kTiles, K / BK - STAGES + 1));
+        int kt = 0;
+        for (; kt < steady; ++kt) {
+            iteration(kt, true);
+        }
+        for (; kt < kTiles; ++kt) {
+            iteration(kt, false);
+        }
+    } else if constexpr (MMA_FRAG_PIPE && FILL == FILL_INNER) {
         // Software-pipelined fragments (two buffers): step kk's mma.sync are issued after the
         // ldmatrix of step kk + 1, so shared-memory latency hides behind tensor-core work. The
         // slice barrier moves into the last k16 step of each slice, after its fragments were

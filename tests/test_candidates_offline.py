@@ -202,7 +202,8 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     bm, bn, wm, wn, stages = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
     bk = o.get("MMA_BK", candidates.MMA_BK)
     pipe, group, swizzle = o.get("MMA_FRAG_PIPE", 0), o.get("MMA_GROUP_M", 0), o.get("MMA_SWIZZLE", 0)
-    suffix = {0: "", 1: "-fp", 2: "-fp2"}[pipe] + (f"-g{group}" if group else "") + ("-sw" if swizzle else "")
+    suffix = {0: "", 1: "-fp", 2: "-fp2"}[pipe] + (f"-g{group}" if group else "") + ("-sw" if swizzle else "") \
+        + (f"-cs{o['MMA_SPREAD']}" if o.get("MMA_SPREAD") else "")
     assert kernel.name == f"mma-fp16-{bm}x{bn}x{bk}-s{stages}{suffix}"
     assert tuple(kernel.tile) == (bm, bn)
     threads = (bm // wm) * (bn // wn) * 32

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm
 
 LADDER_NAMES = [
     "naive-rows", "naive-coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
-    "warptile", "wmma-fp16", "wmma-bf16", "mma-fp16", "pipeline-sync", "cpasync2", "cpasync3", "cpasync4",
+    "warptile", "warptile-256", "wmma-fp16", "wmma-bf16", "mma-fp16", "pipeline-sync", "cpasync2", "cpasync3", "cpasync4",
     "wgmma-fp16", "wgmma-bf16", "cublas-fp32", "cublas-tf32", "cublas-fp16", "cublas-bf16",
 ]
 CPASYNC = [k for k in reference_kernels.CUDA_RUNGS if k.name.startswith("cpasync")]

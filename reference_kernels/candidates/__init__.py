@@ -11,7 +11,7 @@ predictions for each):
     padded shared memory through ``ldmatrix`` (``.trans`` for B), a
     ``cp.async`` ring of 3 or 4 K slices of 32, fp32 pairs stored straight from
     the accumulators. sm_80+.
-``sgemm.cu`` (``gemm_sgemm``)
+``../sgemm.cu`` (``gemm_sgemm``; its 128 x 256 x 16 register-prefetch build is the rung ``warptile-256``)
     FP32 FFMA only: 256 threads, warps 2 x 4, lanes 8 x 4, 8 x 8 or 8 x 16
     outputs per lane in 4-wide column groups; the shared tiles filled either by
     register prefetch into a double buffer (A transposed, "rp") or by a
@@ -25,38 +25,17 @@ misaligned). Importing this package never imports CuPy or touches CUDA.
 from __future__ import annotations
 
 from pytest_gemm.model.contract import CudaKernel
-from reference_kernels import MMA_BK, mma_fp16_kernel, mma_smem_bytes
-
-_AB = "A,B,C,M,N,K"
-
-def sgemm_smem_bytes(bm: int, bn: int, bk: int, fill: int, stages: int) -> int:
-    """Dynamic shared memory of sgemm.cu: per stage the A tile (transposed BK x (BM+4)
-    for fill 0, BM x (BK+4) for fill 1) and the B tile BK x BN, in floats; fill 0 has 2 stages."""
-    if fill == 0:
-        return 2 * (bk * (bm + 4) + bk * bn) * 4
-    return stages * (bm * (bk + 4) + bk * bn) * 4
+from reference_kernels import MMA_BK, mma_fp16_kernel, mma_smem_bytes, sgemm_kernel, sgemm_smem_bytes
 
 
 def _mma(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int, bk: int = MMA_BK,
-         frag_pipe: int = 0, group_m: int = 0, swizzle: bool = False) -> CudaKernel:
+         frag_pipe: int = 0, group_m: int = 0, swizzle: bool = False, spread: int = 0) -> CudaKernel:
     return mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks, bk=bk, frag_pipe=frag_pipe, group_m=group_m,
-                           swizzle=swizzle)
+                           swizzle=swizzle, spread=spread)
 
 
 def _sgemm(bn: int, bk: int, fill: int, stages: int, min_blocks: int) -> CudaKernel:
-    bm = 128
-    kind = "rp" if fill == 0 else "cp"
-    depth = 2 if fill == 0 else stages
-    return CudaKernel(
-        source="sgemm.cu", entry="gemm_sgemm", block=(256,), tile=(bm, bn),
-        signature=_AB, precision="fp32",
-        # cp.async needs sm_80; the register-prefetch fill runs wherever warptile.cu does.
-        min_cc=(7, 0) if fill == 0 else (8, 0),
-        shared_mem=sgemm_smem_bytes(bm, bn, bk, fill, depth),
-        options=(f"-DSG_BM={bm}", f"-DSG_BN={bn}", f"-DSG_BK={bk}", f"-DSG_FILL={fill}",
-                 f"-DSG_STAGES={depth}", f"-DSG_MIN_BLOCKS={min_blocks}"),
-        name=f"sgemm-{bm}x{bn}x{bk}-{kind}{depth}",
-    )
+    return sgemm_kernel(bn, bk, fill, stages, min_blocks)
 
 
 # Tensor cores, fp16 in / fp32 out. 128 x 128: 8 warps of 64 x 32, 2 blocks per SM
@@ -92,6 +71,13 @@ mma_256x128x64_s3_sw = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, swi
 mma_128x256x64_s3_fp_sw = _mma(128, 256, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1, swizzle=True)
 mma_128x128x64_s3_fp_sw = _mma(128, 128, 64, 64, stages=3, min_blocks=2, bk=64, frag_pipe=1, swizzle=True)
 mma_128x128x64_s4_fp_sw = _mma(128, 128, 64, 64, stages=4, min_blocks=1, bk=64, frag_pipe=1, swizzle=True)
+# Issue 18: the steady-state loop with unchecked copies (MMA_SPREAD): all at the first k16 step
+# (cs1) or spread over the first three (cs3); the SASS of the -fp-sw build had about 120
+# instructions of checked copy issue between each slice barrier and the first mma.sync.
+mma_256x128x64_s3_cs1 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1, swizzle=True, spread=1)
+mma_256x128x64_s3_cs3 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1, swizzle=True, spread=3)
+mma_128x256x64_s3_cs3 = _mma(128, 256, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1, swizzle=True, spread=3)
+mma_128x128x64_s3_cs3 = _mma(128, 128, 64, 64, stages=3, min_blocks=2, bk=64, frag_pipe=1, swizzle=True, spread=3)
 
 # FP32 FFMA. 128 x 128 (8 x 8 per lane): 2 blocks per SM wanted; 128 x 256
 # (8 x 16 per lane, cuBLAS's per-thread work): 1 block per SM.
@@ -101,6 +87,10 @@ sgemm_128x128x16_cp3 = _sgemm(128, 16, fill=1, stages=3, min_blocks=2)
 sgemm_128x256x8_rp2 = _sgemm(256, 8, fill=0, stages=2, min_blocks=1)
 sgemm_128x256x16_cp2 = _sgemm(256, 16, fill=1, stages=2, min_blocks=1)
 sgemm_128x256x8_cp3 = _sgemm(256, 8, fill=1, stages=3, min_blocks=1)
+# Issue 18: the register-prefetch fill with K slices of 16 (one barrier per 16 k, as warptile
+# has two): warptile's own work per lane, 2 blocks per SM; and cuBLAS's per-lane work.
+sgemm_128x128x16_rp2 = _sgemm(128, 16, fill=0, stages=2, min_blocks=2)
+sgemm_128x256x16_rp2 = _sgemm(256, 16, fill=0, stages=2, min_blocks=1)
 
 MMA_CANDIDATES: list[CudaKernel] = [mma_128x128_s3, mma_128x128_s4, mma_128x256_s3, mma_128x256_s4,
                                     mma_128x256x64_s3, mma_256x128x64_s3,
@@ -108,10 +98,13 @@ MMA_CANDIDATES: list[CudaKernel] = [mma_128x128_s3, mma_128x128_s4, mma_128x256_
                                     mma_128x256x64_s3_fp, mma_128x128x64_s3_fp,
                                     mma_256x128x64_s3_fp2, mma_128x128x64_s3_fp2,
                                     mma_256x128x64_s3_fp_sw, mma_256x128x64_s3_sw, mma_128x256x64_s3_fp_sw,
-                                    mma_128x128x64_s3_fp_sw, mma_128x128x64_s4_fp_sw]
+                                    mma_128x128x64_s3_fp_sw, mma_128x128x64_s4_fp_sw,
+                                    mma_256x128x64_s3_cs1, mma_256x128x64_s3_cs3, mma_128x256x64_s3_cs3,
+                                    mma_128x128x64_s3_cs3]
 SGEMM_CANDIDATES: list[CudaKernel] = [
     sgemm_128x128x8_rp2, sgemm_128x128x16_cp2, sgemm_128x128x16_cp3,
     sgemm_128x256x8_rp2, sgemm_128x256x16_cp2, sgemm_128x256x8_cp3,
+    sgemm_128x128x16_rp2, sgemm_128x256x16_rp2,
 ]
 
 #: Every candidate by name (tensor-core ones first).
@@ -141,6 +134,12 @@ DESIGNS: dict[str, str] = {
     "sgemm-128x128x16-cp3": "the same, 3-slice ring",
     "sgemm-128x256x8-rp2": "8x16/lane (cuBLAS's work per thread), register prefetch, A transposed, 2 buffers",
     "sgemm-128x256x16-cp2": "8x16/lane, cp.async 2-slice ring, A untransposed",
+    "sgemm-128x128x16-rp2": "warptile's lanes (8x8, A transposed), register prefetch, 2 shared buffers, 1 barrier per K=16 slice, 2 blocks/SM",
+    "sgemm-128x256x16-rp2": "8x16/lane, register prefetch, 2 shared buffers, 1 barrier per K=16 slice",
+    "mma-fp16-256x128x64-s3-fp-sw-cs1": "the rung's build with a steady-state loop of unchecked copies, all issued in the first k16 step",
+    "mma-fp16-256x128x64-s3-fp-sw-cs3": "the same, copies spread over the first three k16 steps",
+    "mma-fp16-128x256x64-s3-fp-sw-cs3": "128x256, 8 warps of 64x64, the cs3 loop",
+    "mma-fp16-128x128x64-s3-fp-sw-cs3": "128x128, 4 warps of 64x64, 2 blocks/SM on sm_90, the cs3 loop",
     "sgemm-128x256x8-cp3": "8x16/lane, cp.async 3-slice ring of K=8 slices (cuBLAS's own tiling on this card is 256x128x8, 3 stages)",
 }
 
@@ -163,4 +162,6 @@ __all__ = [
     "mma_128x256x64_s3_fp_sw", "mma_128x128x64_s3_fp_sw", "mma_128x128x64_s4_fp_sw",
     "sgemm_128x128x8_rp2", "sgemm_128x128x16_cp2", "sgemm_128x128x16_cp3",
     "sgemm_128x256x8_rp2", "sgemm_128x256x16_cp2", "sgemm_128x256x8_cp3",
+    "sgemm_128x128x16_rp2", "sgemm_128x256x16_rp2", "mma_256x128x64_s3_cs1", "mma_256x128x64_s3_cs3",
+    "mma_128x256x64_s3_cs3", "mma_128x128x64_s3_cs3",
 ]
