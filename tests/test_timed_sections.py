@@ -21,7 +21,7 @@ from pytest_gemm.grading.classrun import grade_all
 from pytest_gemm.grading.processes import RunOutcome
 from pytest_gemm.grading.submissions import Submission
 from pytest_gemm.measure import gpu_lock as lock_module
-from pytest_gemm.measure import run_cache
+from pytest_gemm.measure import quiet, run_cache
 from pytest_gemm.measure.gpu_lock import gpu_lock, lock_paths
 from pytest_gemm.measure.timing import TimingResult, summarize
 
@@ -214,3 +214,59 @@ def test_a_class_shares_one_measurement_folder_that_is_gone_afterwards(tmp_path,
     seen.clear()
     grade_all(subs, jobs=2, gpus=["0"], runner=_env_runner(seen), command_builder=_builder, share_measurements=False)
     assert all(run_cache.CACHE_ENV not in env for env in seen)
+
+
+# ---- a quiet GPU before timing ---------------------------------------------------------------------
+
+def _clocked(rates: list[float]):
+    """A probe returning ``rates`` in turn, each taking 0.1 s of a fake clock."""
+    now = [0.0]
+    it = iter(rates)
+
+    def probe() -> float:
+        now[0] += 0.1
+        return next(it)
+
+    return probe, (lambda: now[0])
+
+
+def test_a_quiet_gpu_is_timed_at_once():
+    probe, clock = _clocked([55.0])
+    assert quiet.wait_until_quiet(probe, 56.6, clock=clock) == \
+        {"quiet": True, "waited_s": 0.1, "probes": 1, "probe_fraction": round(55 / 56.6, 4)}
+
+
+def test_a_gpu_shared_with_a_killed_kernel_is_waited_for_until_it_is_quiet():
+    # one other context time-slicing with ours: about half the roof, twice, then quiet
+    probe, clock = _clocked([28.0, 27.5, 56.0])
+    out = quiet.wait_until_quiet(probe, 56.6, clock=clock)
+    assert out["quiet"] is True and out["probes"] == 3 and out["waited_s"] == 0.3
+
+
+def test_a_gpu_that_stays_busy_is_timed_anyway_and_marked():
+    probe, clock = _clocked([20.0] * 1000)
+    out = quiet.wait_until_quiet(probe, 56.6, limit_s=5.0, clock=clock)
+    assert out["quiet"] is False and 5.0 <= out["waited_s"] < 5.2 and out["probes"] >= 50
+    facts = quiet.busy_marked({"gpu_quiet": out, "device_warnings": ["clock unreadable"]})
+    assert facts["device_warnings"][0] == "clock unreadable"
+    assert "busy with work outside this run's lock" in facts["device_warnings"][1]
+    assert quiet.busy_marked({"gpu_quiet": {"quiet": True}}) == {"gpu_quiet": {"quiet": True}}
+
+
+def test_without_a_measured_roof_quiet_is_not_checked():
+    assert quiet.wait_until_quiet(lambda: 1 / 0, None)["quiet"] is None
+    assert quiet.busy_note({"quiet": None}) is None
+
+
+def test_a_busy_timing_is_labelled_in_the_ranking_and_in_gradescope():
+    from pytest_gemm.grading.gradescope import build_results
+    from pytest_gemm.outputs.report import ranking_rows
+
+    busy = {"quiet": False, "waited_s": 60.0, "probes": 200, "probe_fraction": 0.47}
+    rec = {"kernel": "k", "check": "speed", "shape": [64, 64, 64], "outcome": "passed", "precision": "fp32",
+           "timing": {"shape": [64, 64, 64], "median_ms": 1.0, "min_ms": 1.0, "spread": 0.0, "tflops": 1.0},
+           "fraction_of_cublas": 0.2, "gpu_quiet": busy}
+    ranked, _ = ranking_rows([rec])
+    assert "(GPU busy with another process's work)" in ranked[0][1]
+    speed = next(t for t in build_results([rec])["tests"] if t["name"].startswith("speed"))
+    assert "note: the GPU was busy with work outside this run's lock for all of 60 s" in speed["output"]

@@ -14,7 +14,9 @@ at the memory peak); "fraction of roof" is reported against the roof measured in
 this process, the theoretical peak when it could not be measured.
 
 The check takes the GPU-wide lock exclusively only for the roofs, the timed calls and
-cuBLAS (``measure/gpu_lock.py``); the runner holds nothing around it.
+cuBLAS (``measure/gpu_lock.py``); the runner holds nothing around it. Before timing it waits
+for other processes' kernels to leave the GPU (``measure/quiet.py``); a timing taken on a
+GPU that stayed busy is marked (``gpu_quiet``, a device warning, the ranking's label).
 """
 from __future__ import annotations
 
@@ -23,8 +25,9 @@ from typing import Any, Callable
 from ..kernels.harness import Harness
 from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
-from ..measure.timed import (problems_for, process_roofs, reject_escaped_work, reject_impossible_timing, roof_facts,
-                             time_cublas, timed_run)
+from ..measure.quiet import busy_marked
+from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
+                             roof_facts, time_cublas, timed_run)
 from ..model.categories import TIMING_ESCAPE, GemmCheckFailure
 from ..model.shapes import Shape, shape_str
 
@@ -41,9 +44,10 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
     with gpu_lock(True), cupy.cuda.Stream.null:  # alone on the GPU; the harness works on the null stream
         measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
         limits = ceilings(h.device, precision, measured)
+        quiet = gpu_quiet(h.device, measured)  # no other process's kernels time-slicing with this one
         timing, verify = timed_run(h, shape, budget_s, problems)
-        record(dict({"timing": dict(timing.as_dict(), shape=list(shape))},
-                    **roof_facts(h.device, precision, timing, measured)))
+        record(busy_marked(dict({"timing": dict(timing.as_dict(), shape=list(shape)), "gpu_quiet": quiet},
+                                **roof_facts(h.device, precision, timing, measured))))
         reject_escaped_work(timing, limits, precision)
         verify()
         cublas = time_cublas(precision, shape, h.device, budget_s, problems)

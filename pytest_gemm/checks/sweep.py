@@ -20,20 +20,22 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     from ..measure.cublas import CUBLAS
     from ..measure.gpu_lock import gpu_lock
     from ..measure.roofs import ceilings
-    from ..measure.timed import (problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
-                                 timed_run)
+    from ..measure.quiet import busy_marked
+    from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work,
+                                 reject_impossible_timing, timed_run)
     from .cases import skip_reason
 
     precision = h.kernel.precision
     with gpu_lock(True):
         measured = process_roofs(h.device, measure_roofs)
+        quiet = gpu_quiet(h.device, measured)
     limits = ceilings(h.device, precision, measured)
     plan = timing_order(shapes, seed)
     entries: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     facts = {"sweep": entries, "sweep_order": [[list(s), list(first)] for s, first in plan],
-             "sweep_seed": seed, "sweep_skipped": skipped, "roofs": measured or None}
-    record(facts)
+             "sweep_seed": seed, "sweep_skipped": skipped, "roofs": measured or None, "gpu_quiet": quiet}
+    record(busy_marked(facts))
     baseline = harness_for(CUBLAS[precision], h.device)
 
     def measure(shape: Shape, first: tuple[str, str]) -> dict[str, Any]:

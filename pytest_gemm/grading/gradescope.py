@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..checks import registry
+from ..measure.quiet import busy_note
 from ..outputs.records import NO_GPU_PREFIX, UNTRUSTED_TIMING, kernel_results, timing_trusted
 from .config import (CHECKS, DEFAULT_WEIGHTS, VISIBILITIES, GradingConfig, user_test_record,  # noqa: F401
                      visibility_from_marker, weight_from_marker)
@@ -161,6 +162,9 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
             frac_text = f", {frac:.3f} x cuBLAS" if isinstance(frac, (int, float)) else ""
             lines.append(f"{_case_label(r)}: {t.get('tflops', 0):.2f} TFLOP/s, median "
                          f"{t.get('median_ms', 0):.3f} ms{frac_text}")
+            busy = busy_note(r.get("gpu_quiet"))
+            if busy:
+                lines.append(f"  note: {busy}")
     if failed and root is not None and root.status == "failed":
         lines.append("")
         cause = root.primary_category or "failed"
@@ -282,6 +286,7 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
         if best is not None:
             extra["tflops"] = best["timing"].get("tflops")
             extra["fraction_of_cublas"] = best.get("fraction_of_cublas")
+            extra["gpu_quiet"] = best.get("gpu_quiet")  # how long the timing waited for other processes' work
         if correct and best is not None:
             board = [{"name": "TFLOP/s", "value": round(float(best["timing"].get("tflops", 0.0)), 3), "order": "desc"}]
             if isinstance(best.get("fraction_of_cublas"), (int, float)):

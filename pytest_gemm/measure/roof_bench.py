@@ -12,6 +12,8 @@ from .roofs import (CHAINS, FMA_TARGET_MS, FMA_THREADS, PRECISIONS, REPEATS, UNR
                     tensor_size, memory_peak_gb_s)
 
 _MEASURED: dict[tuple[int, str], dict[str, Any]] = {}
+PROBE_MS = 5.0      # one launch of the quiet probe
+PROBE_LAUNCHES = 3  # the probe's rate is their median
 
 
 def _event_ms(fn: Callable[[], Any]) -> float:
@@ -45,7 +47,9 @@ def _fma_function(device: Any) -> Any:
                             options=(f"-DCHAINS={CHAINS}", f"-DUNROLL={UNROLL}"), block=(FMA_THREADS,))
 
 
-def _measure_fma(device: Any) -> float:
+def _fma_timer(device: Any, target_ms: float) -> Callable[[], float]:
+    """A function that times one launch of the FMA kernel, grown to about ``target_ms``, and
+    returns its rate in TFLOP/s (the growing launches also settle the clocks)."""
     import cupy
     import numpy as np
 
@@ -59,11 +63,29 @@ def _measure_fma(device: Any) -> float:
 
     iters = 64
     ms = _event_ms(launch(iters))
-    while ms < 0.5 * FMA_TARGET_MS and iters < 1 << 24:  # grow to the target; the launches also settle the clocks
-        iters = calibrated_iterations(iters, ms)
+    while ms < 0.5 * target_ms and iters < 1 << 24:
+        iters = calibrated_iterations(iters, ms, target_ms)
         ms = _event_ms(launch(iters))
-    times = [_event_ms(launch(iters)) for _ in range(REPEATS)]
-    return rate_tflops(fma_flops(blocks * FMA_THREADS, iters), statistics.median(times))
+    flops = fma_flops(blocks * FMA_THREADS, iters)
+    return lambda: rate_tflops(flops, _event_ms(launch(iters)))
+
+
+def _measure_fma(device: Any) -> float:
+    timer = _fma_timer(device, FMA_TARGET_MS)
+    return statistics.median(timer() for _ in range(REPEATS))
+
+
+_PROBES: dict[int, Callable[[], float]] = {}
+
+
+def fma_probe(device: Any) -> Callable[[], float]:
+    """A short FMA probe for ``quiet.wait_until_quiet``: the median rate of ``PROBE_LAUNCHES``
+    launches of about ``PROBE_MS`` each, in TFLOP/s (calibrated once per process and device)."""
+    key = int(getattr(device, "index", 0))
+    if key not in _PROBES:
+        timer = _fma_timer(device, PROBE_MS)
+        _PROBES[key] = lambda: statistics.median(timer() for _ in range(PROBE_LAUNCHES))
+    return _PROBES[key]
 
 
 def _measure_copy(device: Any) -> float:

@@ -133,6 +133,23 @@ def process_roofs(device: Any, measure: bool = True) -> dict[str, Any]:
         return {"errors": {"all": f"{type(exc).__name__}: {exc}"[:300]}}
 
 
+def gpu_quiet(device: Any, measured: dict[str, Any]) -> dict[str, Any]:
+    """Wait until no other context's work shares the GPU (``quiet.py``), against the measured
+    FP32 roof; call it holding the GPU exclusively, just before timing."""
+    from .quiet import wait_until_quiet
+
+    roof = (measured.get("tflops") or {}).get("fp32")
+    if not roof:
+        return wait_until_quiet(lambda: 0.0, None)
+    from .roof_bench import fma_probe
+
+    try:
+        probe = fma_probe(device)
+    except Exception as exc:  # noqa: BLE001 - the timing still runs; say why it was not checked
+        return dict(wait_until_quiet(lambda: 0.0, None), error=f"{type(exc).__name__}: {exc}"[:200])
+    return wait_until_quiet(probe, roof)
+
+
 def roof_facts(device: Any, precision: str, timing: TimingResult, measured: dict[str, Any]) -> dict[str, Any]:
     """The roof figures a timing is reported with: the theoretical peak, the measured roof,
     the fraction of the measured roof (of the peak when none was measured) and which one."""

@@ -20,7 +20,8 @@ def _timing_entry(r: Any) -> dict[str, Any]:
             "tflops": t["tflops"], "fraction_of_cublas": r.facts.get("fraction_of_cublas"),
             "fraction_of_roof": r.facts.get("fraction_of_roof"), "roof_kind": r.facts.get("roof_kind"),
             "cublas_median_ms": (r.facts.get("cublas") or {}).get("median_ms"),
-            "gpu_shared": bool(r.facts.get("gpu_shared")), "late_launches": int(t.get("late_launches") or 0)}
+            "gpu_shared": bool(r.facts.get("gpu_shared")), "late_launches": int(t.get("late_launches") or 0),
+            "gpu_busy": (r.facts.get("gpu_quiet") or {}).get("quiet") is False}
 
 
 def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -69,7 +70,8 @@ def ranking_rows(records: list[dict[str, Any]]) -> tuple[list[list[Any]], list[l
             reads_c = result.verdict.primary_category == "beta_zero_reads_c"
             label = result.name + (" (ladder)" if result.ladder else "") \
                 + (" (reads C when beta == 0)" if reads_c else "") \
-                + (" (GPU shared with another worker)" if t.get("gpu_shared") else "")
+                + (" (GPU shared with another worker)" if t.get("gpu_shared") else "") \
+                + (" (GPU busy with another process's work)" if t.get("gpu_busy") else "")
             ranked.append([label, result.precision, "x".join(map(str, t["shape"] or [])), t["median_ms"],
                            t["spread"], t["tflops"], t["fraction_of_cublas"], t["fraction_of_roof"],
                            res.get("registers"), res.get("spill_stores", 0) + res.get("spill_loads", 0) if res else None,
