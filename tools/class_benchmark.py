@@ -1,6 +1,6 @@
 """Grade a generated class on this machine's GPUs and check it against grading one at a time.
 
-    python tools/class_benchmark.py --students 100 --jobs 8 --solo 5 [--out DIR] [-- extra pytest args]
+    python tools/class_benchmark.py --students 100 --jobs 12 --solo 3 [--out DIR] [-- extra pytest args]
 
 Generates ``--students`` submissions from ``examples/course`` in realistic proportions
 (``MIX``: correct tiles, correct but slow naive kernels, a wrong edge, hangs, faults), grades

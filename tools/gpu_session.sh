@@ -20,7 +20,7 @@
 #   bash tools/gpu_session.sh hang      # a hanging student graded with default options (goal: < 60 s)
 #   bash tools/gpu_session.sh scale     # 64 kernels in one -n 4 session, speed checks, no GPU lock  ~3 min
 #   bash tools/gpu_session.sh class     # a generated class of CLASS_SIZE (100) students, --jobs CLASS_JOBS (12),
-#                                       # CLASS_SOLO (5) graded again alone; at most CLASS_LIMIT (560) s
+#                                       # CLASS_SOLO (3) graded again alone; at most CLASS_LIMIT (560) s
 #   bash tools/gpu_session.sh ladder perf          # stages in order, one install (about 8 min)
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
@@ -144,11 +144,11 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       ;;
     class)
       # a generated class (CLASS_SIZE students, default 100) graded with --jobs CLASS_JOBS (12) and
-      # the course's own configuration (the full suite), then CLASS_SOLO (5) of them one at a time
-      n="${CLASS_SIZE:-100}"; jobs="${CLASS_JOBS:-12}"
+      # the course's own configuration (the full suite), then CLASS_SOLO (3) of them one at a time
+      n="${CLASS_SIZE:-100}"; jobs="${CLASS_JOBS:-12}"  # 12: on 16 cores, 16 jobs were slower
       rm -rf /tmp/gemm-class
       walled "class of $n, --jobs $jobs" "${CLASS_LIMIT:-560}" python3 tools/class_benchmark.py --students "$n" \
-        --jobs "$jobs" --solo "${CLASS_SOLO:-5}" --out /tmp/gemm-class > "$out/class.txt" 2>&1
+        --jobs "$jobs" --solo "${CLASS_SOLO:-3}" --out /tmp/gemm-class > "$out/class.txt" 2>&1
       cp /tmp/gemm-class/class.json /tmp/gemm-class/solo.json "$out/" 2>/dev/null
       grep -E "^\[|CLASS|SOLO|RESULT|hanging students|s[0-9]{3}-" "$out/class.txt" | tail -40
       ;;
