@@ -1,10 +1,13 @@
 // The rung mma-fp16 (built 256 x 128, K slices of 64, 3 stages, MMA_FRAG_PIPE=1, MMA_SWIZZLE=1,
-// MMA_SPREAD=3) and the candidates of candidates/. What it adds to wmma.cu: the tensor core
-// without WMMA's opaque fragments (the m16n8k16 register layouts written out below, operands
-// fetched by ldmatrix), a multistage cp.async ring, and a main loop arranged so that the tensor
-// cores never wait for shared memory, the copies or the slice barrier (NOTES.md: 0.574 of cuBLAS
-// fp16 on an H200, where cuBLAS uses wgmma; mma.sync alone reaches about 0.89 there): tensor cores through inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half,
-// C (M x N) row-major float. Any M, N, K >= 1.
+// MMA_SPREAD=3) and the candidates of candidates/: tensor cores through inline PTX, fp16 in,
+// fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half, C (M x N)
+// row-major float. Any M, N, K >= 1.
+//
+// What it adds to wmma.cu: the tensor core without WMMA's opaque fragments (the m16n8k16
+// register layouts written out below, operands fetched by ldmatrix), a multistage cp.async
+// ring, and a main loop arranged so that the tensor cores wait as little as possible for shared
+// memory, the copies or the slice barrier. NOTES.md: 0.574 of cuBLAS fp16 on an H200, where
+// mma.sync alone reaches about 0.89 of it.
 //
 // Parameters (-D, defaults in brackets):
 //   MMA_BM, MMA_BN   block tile of C [128, 128]
