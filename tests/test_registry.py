@@ -49,3 +49,20 @@ def test_x(gemm_case):
     result = pytester.runpytest_subprocess("--gemm-kernel", "reference_kernels:tiled16", "test_mine.py")
     assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error: the file is not run
     assert "unknown check 'exactt'; valid checks: compile, launch" in result.stdout.str() + result.stderr.str()
+
+
+def test_every_timed_check_takes_the_gpu_alone_and_waits_for_quiet_itself():
+    """The runner holds no lock around a timed check (``timed=True`` in the registry): the
+    check must take the GPU-wide lock exclusively around its timings and probe for a quiet GPU,
+    as checks/speed.py and checks/sweep.py do (CONTRIBUTING.md)."""
+    from pytest_gemm.model import categories as cat
+    from pytest_gemm.outputs.records import TIMED_CHECKS
+    from pytest_gemm.runner.execution import _is_timed
+
+    timed = [c for c in registry.CHECKS if c.timed]
+    assert [c.name for c in timed] == list(TIMED_CHECKS) == ["speed", "sweep"]
+    assert not _is_timed("launch") and cat.TIMING_ESCAPE in registry.get("launch").categories  # held shared
+    package = Path(registry.__file__).parent
+    for check in timed:
+        source = (package / f"{check.module}.py").read_text()
+        assert "gpu_lock(True)" in source and "gpu_quiet(" in source, check.name

@@ -35,6 +35,7 @@ class Check:
     categories: tuple[str, ...] = ()           # the categories it can report itself
     gpu: bool = True                           # False: runs with no GPU (compile)
     per_kernel: bool = False                   # one test per kernel (the sweep), not per shape
+    timed: bool = False                        # times the kernel: takes the GPU lock alone itself (CONTRIBUTING.md)
     timeout_factor: float = field(default=1.0)
 
     @property
@@ -86,9 +87,10 @@ CHECKS: tuple[Check, ...] = (
           "accuracy", shapes=C.ACCURACY_SHAPES, quick=QUICK_ACCURACY, params=tuple({"dist": d} for d in C.DISTRIBUTIONS), weight=15,
           categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, *_CUDA)),
     Check("speed", "event-timed against cuBLAS at the same precision in the same process, ranked", "speed",
-          shapes="bench", weight=10, categories=(cat.TIMING_ESCAPE, cat.STALE_OUTPUT, *_CUDA)),
+          shapes="bench", weight=10, categories=(cat.TIMING_ESCAPE, cat.STALE_OUTPUT, *_CUDA), timed=True),
     Check("sweep", "TFLOP/s and the fraction of cuBLAS at every --gemm-sweep size", "sweep",
-          shapes="bench", per_kernel=True, categories=(cat.TIMING_ESCAPE, cat.STALE_OUTPUT, *_CUDA)),
+          shapes="bench", per_kernel=True, categories=(cat.TIMING_ESCAPE, cat.STALE_OUTPUT, *_CUDA),
+          timed=True),
 )
 
 BY_NAME: dict[str, Check] = {c.name: c for c in CHECKS}

@@ -102,9 +102,11 @@ def order_by_kernel(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 def _is_timed(check: str) -> bool:
-    """Timed checks (speed, sweep) are those that can report a timing escape."""
+    """Timed checks (speed, sweep) take the GPU lock alone themselves; the runner holds none for
+    them. Every other check, the launch check too (it can report a stream escape, but times
+    nothing), runs under the runner's shared hold."""
     try:
-        return cat.TIMING_ESCAPE in registry.get(check).categories
+        return registry.get(check).timed
     except ValueError:
         return False
 
