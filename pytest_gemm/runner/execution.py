@@ -12,9 +12,10 @@ than the bound, ``order_by_kernel`` runs each kernel's checks together, so that 
 starts its process about once per worker instead of once per check.
 
 Timeouts: ``check_timeout`` is a check's own limit (start-up is bounded apart);
-``checks/hangs.py`` shortens it for a kernel that already timed out. Every check holds the
-GPU-wide lock (``measure/gpu_lock.py``): a correctness check holds it shared; a timed check takes
-it itself, exclusively, only around its timed calls; a new process holds it shared while it
+``checks/hangs.py`` shortens it for a kernel that already timed out. The GPU-wide lock
+(``measure/gpu_lock.py``): this process holds it shared around every check that is not
+``timed`` in the registry; a timed check takes it itself, exclusively, only around its timings
+(its wait is not counted in its timeout); a new kernel process holds it shared while it
 prepares the kernel (CUDA context, module load), so no timing sees that either.
 """
 from __future__ import annotations
