@@ -41,7 +41,7 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     def measure(shape: Shape, first: tuple[str, str]) -> dict[str, Any]:
         problems = problems_for(precision, shape)  # the same inputs for the kernel and cuBLAS
         timings: dict[str, Any] = {}
-        with gpu_lock(True), cupy.cuda.Stream.null:  # alone on the GPU for this size's timings  # whatever stream a kernel left current, the harness works on this one
+        with gpu_lock(True), cupy.cuda.Stream.null:  # alone on the GPU for this size; the harness on the null stream
             for who in first:
                 if who == "cublas":
                     timings[who], verify_cublas = timed_run(baseline, shape, budget_s, problems)

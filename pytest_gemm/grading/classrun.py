@@ -15,12 +15,13 @@ so that each student's turn alone on the GPU times only the student's kernel;
 """
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..measure.run_cache import CACHE_ENV
 from .processes import run_with_limit
@@ -56,6 +57,22 @@ def _visible_gpus() -> list[str]:
     return visible_gpu_ids()
 
 
+@contextlib.contextmanager
+def _measurement_env(env: dict[str, str] | None, share: bool) -> Iterator[dict[str, str]]:
+    """The students' environment: with ``share``, naming a folder of this class's own for the
+    measurements its runs share (removed afterwards), unless one is named already."""
+    import os
+
+    base = dict(os.environ if env is None else env)
+    if not share:
+        base.pop(CACHE_ENV, None)
+    elif not base.get(CACHE_ENV):
+        with tempfile.TemporaryDirectory(prefix="pytest-gemm-measured-") as folder:
+            yield dict(base, **{CACHE_ENV: folder})
+            return
+    yield base
+
+
 def grade_all(submissions: Sequence[Submission], *, attr: str = "kernel", timeout: float = DEFAULT_TIMEOUT,
               check_timeout: float | None = None, ini: Path | None = None,
               extra_args: Sequence[str] = (), jobs: int = 1, runner: Runner = run_with_limit,
@@ -65,55 +82,45 @@ def grade_all(submissions: Sequence[Submission], *, attr: str = "kernel", timeou
               share_measurements: bool = True) -> list[StudentResult]:
     """Grade every submission (``jobs`` at a time, spread over ``gpus``: default, the visible
     ones), in the submissions' order."""
-    import os
+    with _measurement_env(env, share_measurements) as base_env:
+        config = load_grading_config(ini)
+        fallback_max = config.max_score()
+        slots = GpuSlots(_visible_gpus() if gpus is None else gpus)
 
-    base_env = dict(os.environ if env is None else env)
-    if share_measurements and not base_env.get(CACHE_ENV):
-        with tempfile.TemporaryDirectory(prefix="pytest-gemm-measured-") as folder:
-            return grade_all(submissions, attr=attr, timeout=timeout, check_timeout=check_timeout, ini=ini,
-                             extra_args=extra_args, jobs=jobs, runner=runner, command_builder=command_builder,
-                             env=dict(base_env, **{CACHE_ENV: folder}), log_dir=log_dir, gpus=gpus,
-                             progress=progress)
-    if not share_measurements:
-        base_env.pop(CACHE_ENV, None)
-    config = load_grading_config(ini)
-    fallback_max = config.max_score()
-    slots = GpuSlots(_visible_gpus() if gpus is None else gpus)
+        def one(sub: Submission, report: bool = True) -> StudentResult:
+            gpu = slots.acquire()
+            run_env = dict(base_env, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else base_env
+            try:
+                result = grade_one(sub, attr=attr, timeout=timeout, check_timeout=check_timeout, ini=ini,
+                                   extra_args=extra_args, max_score=fallback_max, config=config, runner=runner,
+                                   command_builder=command_builder, env=run_env, log_dir=log_dir)
+            finally:
+                slots.release(gpu)
+            if report and progress is not None and not harness_failed(result):
+                progress(result)
+            return result
 
-    def one(sub: Submission, report: bool = True) -> StudentResult:
-        gpu = slots.acquire()
-        run_env = dict(base_env, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else base_env
-        try:
-            result = grade_one(sub, attr=attr, timeout=timeout, check_timeout=check_timeout, ini=ini,
-                               extra_args=extra_args, max_score=fallback_max, config=config, runner=runner,
-                               command_builder=command_builder, env=run_env, log_dir=log_dir)
-        finally:
-            slots.release(gpu)
-        if report and progress is not None and not harness_failed(result):
-            progress(result)
-        return result
-
-    if jobs <= 1:
-        results = [one(s) for s in submissions]
-    else:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(one, submissions))
-    for i, (sub, result) in enumerate(zip(submissions, results)):
-        if harness_failed(result):  # again, alone on the GPU
-            again = one(sub, report=False)
-            if harness_failed(again):
-                again.status = ERROR
-                again.reason = ("error: the grader ran out of GPU memory in some checks twice (once with the "
-                                "others, once alone): not the kernel's fault; grade this student again on a "
-                                "free GPU" + (f"; {again.reason}" if again.reason else ""))
-            else:
-                again.reason = "graded again alone (the grader ran out of GPU memory the first time)" + \
-                    (f"; {again.reason}" if again.reason else "")
-            results[i] = again
-            if progress is not None:
-                progress(again)
-    _usual_max_score(results)
-    return results
+        if jobs <= 1:
+            results = [one(s) for s in submissions]
+        else:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                results = list(pool.map(one, submissions))
+        for i, (sub, result) in enumerate(zip(submissions, results)):
+            if harness_failed(result):  # again, alone on the GPU
+                again = one(sub, report=False)
+                if harness_failed(again):
+                    again.status = ERROR
+                    again.reason = ("error: the grader ran out of GPU memory in some checks twice (once with the "
+                                    "others, once alone): not the kernel's fault; grade this student again on a "
+                                    "free GPU" + (f"; {again.reason}" if again.reason else ""))
+                else:
+                    again.reason = "graded again alone (the grader ran out of GPU memory the first time)" + \
+                        (f"; {again.reason}" if again.reason else "")
+                results[i] = again
+                if progress is not None:
+                    progress(again)
+        _usual_max_score(results)
+        return results
 
 
 def _usual_max_score(results: list[StudentResult]) -> None:

@@ -12,9 +12,9 @@ and a UUID) do not exclude each other. ``PYTEST_GEMM_GPU_LOCK=off`` turns it off
 
 Who holds it: the parent process holds it shared around a correctness check it runs in a
 kernel's child; a timed check takes it itself (``checks/speed.py``, ``checks/sweep.py``),
-shared while it draws and uploads its inputs and exclusively only around the timed calls,
-the roofs and cuBLAS, so that the GPU is serialised for seconds per kernel, not for the
-whole check. The lock is reentrant within a process: a request inside one already held
+after drawing its inputs on the host, exclusively and only around the roofs, the quiet probe,
+the timed calls (with their uploads) and cuBLAS, so that the GPU is serialised for seconds per
+kernel, not for the whole check. The lock is reentrant within a process: a request inside one already held
 (shared inside exclusive, or the same kind) passes through; asking for exclusive inside
 shared is a programming error (two holders in one process would wait for each other).
 Time spent waiting for the lock is not the kernel's: ``observe_waits`` tells a kernel's

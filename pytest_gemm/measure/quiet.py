@@ -2,12 +2,13 @@
 
 The GPU-wide lock keeps this run's own checks off the GPU while a kernel is timed, but not
 everything: a process killed for hanging can leave its endless kernel running until the driver
-has torn its context down (seen on an H200: correct students timed at 0.33 and 0.48 of their
-usual speed while one or two hanging students' kernels were being killed), and processes of
-other users take no lock at all. Another context's work time-slices the GPU with ours, so a
-short FMA launch runs at a fraction of the roof measured on a quiet GPU. Before timing, the
-speed check probes until the probe reaches ``QUIET_FRACTION`` of that roof, for at most
-``QUIET_LIMIT_S``; a timing taken on a GPU that never got quiet is marked, not trusted silently.
+has torn its context down (seen on an H200: correct or slow students timed at 0.31 to 0.48 of
+the speed of identical kernels while one or two hanging students' kernels were being killed),
+and processes of other users take no lock at all. Another context's work time-slices the GPU
+with ours, so a short FMA launch runs at a fraction of the roof measured on a quiet GPU. Before
+timing, the speed check probes until the probe reaches ``QUIET_FRACTION`` of that roof, for at
+most ``QUIET_LIMIT_S``; a timing taken on a GPU that never got quiet is marked, not trusted
+silently.
 """
 from __future__ import annotations
 

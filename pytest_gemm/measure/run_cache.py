@@ -2,7 +2,7 @@
 at a shape. Off unless ``PYTEST_GEMM_MEASURE_CACHE`` names a folder.
 
 A gradebook grading a class sets it to a folder of its own for the run
-(``grading/gradebook.py``): every student's speed check then times the student's kernel
+(``grading/classrun.py``): every student's speed check then times the student's kernel
 and reads the roofs and cuBLAS measured once per GPU by the first student, instead of
 measuring them again under the GPU-wide lock (seconds per student, the bound of a class's
 wall time). A run's cache lives as long as the run; nothing is shared between runs.
