@@ -373,3 +373,38 @@ def test_race_with_unwritten_elements():
 
 
 # -- guard bands --------------------------------------------------------------------------
+
+# -- inputs rounded to a lower precision ----------------------------------------------
+
+def _mantissa(x: np.ndarray, bits: int, nearest: bool) -> np.ndarray:
+    """Independent of the judge: float32 -> float64 with ``bits`` explicit mantissa bits."""
+    m, e = np.frexp(x.astype(np.float64))
+    scaled = m * 2.0 ** (bits + 1)
+    kept = np.round(scaled) if nearest else np.trunc(scaled)  # np.round: ties to even
+    return kept / 2.0 ** (bits + 1) * 2.0 ** e
+
+
+@pytest.mark.parametrize("bits, nearest, words", [
+    (10, True, "fp16 or TF32"),
+    (10, False, "TF32 by truncation"),
+    (7, True, "bf16 (7-bit"),
+    (7, False, "bf16 by truncation"),
+])
+def test_output_from_inputs_in_a_lower_precision(bits, nearest, words):
+    # Exact fp32 inputs up to about 2^11 need more than 10 mantissa bits: a kernel that
+    # multiplies them in TF32 (Triton's tl.dot on fp32 truncates them) or bf16 is off by a
+    # few parts in 10^4, and the result is exactly A@B of the rounded inputs.
+    p, want = problem(32, 24, 2)  # K = 2: the largest exact inputs, up to about 2^11.5
+    got = (_mantissa(p.a64, bits, nearest) @ _mantissa(p.b64, bits, nearest)).astype(np.float32)
+    assert not np.array_equal(got, want.astype(np.float32))
+    d = summary_of(got, want, a64=p.a64, b64=p.b64)
+    assert d.category == categories.PRECISION_TOO_LOW
+    assert words in d.summary and "lower precision than it declares" in d.summary
+
+
+def test_wrong_values_are_not_blamed_on_rounding():
+    p, want = problem(32, 24, 2)  # K = 2: the largest exact inputs, up to about 2^11.5
+    got = (_mantissa(p.a64, 10, False) @ _mantissa(p.b64, 10, False)).astype(np.float32)
+    got[3, 5] += 1.0  # one element off by more than any rounding of the inputs explains
+    d = summary_of(got, want, a64=p.a64, b64=p.b64)
+    assert d.category == categories.WRONG_VALUES

@@ -94,8 +94,20 @@ def _round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
     return u.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
+def _truncate_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
+    """float32 values with all but ``bits`` explicit mantissa bits dropped (towards zero), as float64."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return (u & np.uint32(0xFFFFFFFF ^ ((1 << (23 - bits)) - 1))).view(np.float32).astype(np.float64)
+
+
+# Rounded to nearest: a conversion (__float2half, cvt.rna.tf32, __float2bfloat16). Truncated:
+# float32 fed to tensor cores as TF32 (Triton's default tl.dot on fp32, a TF32 wmma/mma fed raw
+# floats) keeps the top 10 mantissa bits and drops the rest.
 _LOWER = (("fp16 or TF32 (10-bit mantissa)", lambda x: _round_mantissa(x, 10)),
-          ("bf16 (7-bit mantissa)", lambda x: _round_mantissa(x, 7)))
+          ("TF32 by truncation (the low 13 mantissa bits dropped, as tensor cores do when fed float32)",
+           lambda x: _truncate_mantissa(x, 10)),
+          ("bf16 (7-bit mantissa)", lambda x: _round_mantissa(x, 7)),
+          ("bf16 by truncation (the low 16 bits dropped)", lambda x: _truncate_mantissa(x, 7)))
 
 
 def rounded_inputs(got: np.ndarray, want: np.ndarray, written: np.ndarray,

@@ -3,7 +3,7 @@
 ``EXPECTED`` maps each kernel's name to what the whole suite must conclude: its verdict and,
 when it fails, its one primary category. Several are written the way public tutorials and
 users write them (the SGEMM tutorial epilogue and argument order, Python launchers with
-their own streams), not the way this project would.
+their own streams, a Triton matmul with tl.dot's defaults), not the way this project would.
 """
 from __future__ import annotations
 
@@ -131,9 +131,69 @@ def patches_timer(a, b, c):
 
 
 #: torch launchers, checked where torch imports (tests/test_verdicts_gpu.py adds them then)
+def _triton_matmul():
+    """A Triton matmul written as a Triton user writes one: masked block loads, tl.dot, fp32
+    accumulator, launched on torch's stream (here the caller's). Built on first use: Triton is
+    imported only where the test runs with torch."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def mm(a_ptr, b_ptr, c_ptr, m, n, k, sa, sb, sc, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+        cols = tl.program_id(1) * BN + tl.arange(0, BN)
+        ks = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, k, BK):
+            a = tl.load(a_ptr + rows[:, None] * sa + (k0 + ks)[None, :],
+                        mask=(rows[:, None] < m) & ((k0 + ks)[None, :] < k), other=0.0)
+            b = tl.load(b_ptr + (k0 + ks)[:, None] * sb + cols[None, :],
+                        mask=((k0 + ks)[:, None] < k) & (cols[None, :] < n), other=0.0)
+            acc += tl.dot(a, b)  # Triton's default for fp32 operands: TF32 tensor cores
+        tl.store(c_ptr + rows[:, None] * sc + cols[None, :], acc, mask=(rows[:, None] < m) & (cols[None, :] < n))
+
+    def launch(a, b, c):
+        import cupy
+        import torch
+
+        m, k = a.shape
+        n = b.shape[1]
+        with torch.cuda.stream(torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)):
+            ta, tb, tc = (torch.as_tensor(x, device="cuda") for x in (a, b, c))
+            assert all(t.stride(1) == 1 for t in (ta, tb, tc)), "rows must be contiguous"
+            mm[(triton.cdiv(m, 64), triton.cdiv(n, 64))](ta, tb, tc, m, n, k, ta.stride(0), tb.stride(0), tc.stride(0),
+                                                          BM=64, BN=64, BK=32)
+
+    return launch
+
+
+_TRITON: list = []
+
+
+def _triton(a, b, c):
+    if not _TRITON:
+        _TRITON.append(_triton_matmul())
+    _TRITON[0](a, b, c)
+
+
+@kernel(name="triton_fp16", precision="fp16")
+def triton_fp16(a, b, c):
+    """Triton, fp16 in, fp32 accumulate and out: right."""
+    _triton(a, b, c)
+
+
+@kernel(name="triton_fp32_tf32", precision="fp32")
+def triton_fp32_tf32(a, b, c):
+    """The same kernel on fp32 inputs, declared fp32: tl.dot's default rounds them to TF32."""
+    _triton(a, b, c)
+
+
+# torch and Triton (which comes with torch): run only where PYTEST_GEMM_TORCH is set.
 TORCH: dict[str, tuple[str, str | None]] = {
     "torch_current_stream": ("passed", None),
     "torch_default_stream": ("failed", "timing_escape"),
+    "triton_fp16": ("passed", None),
+    "triton_fp32_tf32": ("failed", "precision_too_low"),
 }
 
 # name -> (verdict, primary category or None; a tuple where either is right)
