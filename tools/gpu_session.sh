@@ -21,6 +21,9 @@
 #   bash tools/gpu_session.sh scale     # 64 kernels in one -n 4 session, speed checks, no GPU lock  ~3 min
 #   bash tools/gpu_session.sh class     # a generated class of CLASS_SIZE (100) students, --jobs CLASS_JOBS (12),
 #                                       # CLASS_SOLO (3) graded again alone; at most CLASS_LIMIT (560) s
+#   bash tools/gpu_session.sh cutlass   # CUTLASS's own mma.sync GEMMs (tools/cutlass_sm80, built beforehand and
+#                                       # carried) and the rung mma-fp16 through the suite, then Nsight Compute
+#                                       # on CUTLASS_PROFILE (the rung, CUTLASS's 256x128x64_s3)  ~3 min
 #   bash tools/gpu_session.sh ladder perf          # stages in order, one install (about 8 min)
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
@@ -30,9 +33,9 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
-[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|cutlass ..." >&2; exit 2; }
 for stage in "$@"; do
-  case "$stage" in tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
+  case "$stage" in tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|cutlass) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 limit() { timeout -k 15 "$@"; }
@@ -151,6 +154,36 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
         --jobs "$jobs" --solo "${CLASS_SOLO:-3}" --out /tmp/gemm-class > "$out/class.txt" 2>&1
       cp /tmp/gemm-class/class.json /tmp/gemm-class/solo.json "$out/" 2>/dev/null
       grep -E "^\[|CLASS|SOLO|RESULT|hanging students|s[0-9]{3}-" "$out/class.txt" | tail -40
+      ;;
+    cutlass)
+      # CUTLASS_PROFILE: the kernels Nsight Compute looks at (rung or candidate names, or specs);
+      # CUTLASS_SUITE=0 skips the suite, CUTLASS_PROFILE="" the profiles
+      lib=tools/cutlass_sm80/build/libcutlass_sm80.so
+      if [ ! -f "$lib" ]; then
+        echo "cutlass: $lib is missing: build it with tools/cutlass_sm80/build.sh and carry tools/cutlass_sm80/build"
+        continue
+      fi
+      if [ "${CUTLASS_SUITE:-1}" != 0 ]; then
+        walled 'CUTLASS sm80 builds and mma-fp16, full suite, -n 4' 300 python3 -m pytest \
+          --gemm-kernel tools/cutlass_sm80/launchers.py:ALL --gemm-kernel reference_kernels:mma_fp16 \
+          --gemm-timeout 20 -n 4 -p no:cacheprovider -q -rfE --gemm-report "$out/cutlass.json" > "$out/cutlass.txt" 2>&1
+        grep -E "passed|failed|error" "$out/cutlass.txt" | tail -12
+        python3 tools/ladder_table.py "$out/cutlass.json" | tee "$out/cutlass.md"
+      fi
+      metrics=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
+      metrics+=',regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
+      metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+      metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct
+      for k in ${CUTLASS_PROFILE-mma-fp16 tools/cutlass_sm80/launchers.py:ALL:256x128x64_s3}; do
+        echo "=== ncu: $k"
+        limit 90 ncu --clock-control none --kernel-name regex:'gemm_|Kernel' --launch-skip 1 --launch-count 1 \
+          --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis \
+          --section MemoryWorkloadAnalysis --section InstructionStats --section LaunchStats --section Occupancy \
+          --metrics "$metrics" \
+          python3 tools/profile_kernel.py --kernel "$k" --size 4096 2>&1 | grep -v "^==PROF==" | cut -c1-160
+      done > "$out/cutlass_ncu.txt" 2>&1
+      grep -E "=== ncu|Duration|SM Frequency|hmma|stalled|wavefronts|conflicts|lts__|dram__|Issued Ipc|Registers Per" \
+        "$out/cutlass_ncu.txt" | grep -vE " 0$| 0\.0[0-9]?$" | head -120
       ;;
     perf)
       {

@@ -6,6 +6,10 @@ traffic). Needs a GPU.
     ncu --clock-control none --kernel-name regex:gemm_ --launch-skip 1 --launch-count 1 \\
         --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \\
         python3 tools/profile_kernel.py --kernel mma-fp16 --size 4096
+
+--kernel also takes a --gemm-kernel spec (module:attr or file.py:attr[:key], one kernel), e.g.
+tools/cutlass_sm80/launchers.py:ALL:128x256x64_s3 (CUTLASS's kernel is named cutlass::Kernel...:
+give ncu --kernel-name regex:Kernel).
 """
 from __future__ import annotations
 
@@ -16,6 +20,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+
+def _kernel(name: str, kernel_by_name):
+    """A ladder rung or candidate by name, or one kernel of a spec (``file.py:attr[:key]``)."""
+    if ":" not in name:
+        return kernel_by_name(name)
+    from pytest_gemm.kernels.loader import load_spec
+
+    spec, _, key = name.rpartition(":") if name.count(":") > 1 else (name, "", "")
+    kernels = load_spec(spec, REPO)
+    chosen = [k for k in kernels if not key or str(k.name).endswith(key)]
+    if len(chosen) != 1:
+        raise SystemExit(f"{name}: {len(chosen)} kernels match; give file.py:attr:NAME_SUFFIX to pick one "
+                         f"of {', '.join(str(k.name) for k in kernels)}")
+    return chosen[0]
 
 
 def main() -> int:
@@ -34,7 +53,7 @@ def main() -> int:
     sys.path.insert(0, str(REPO / "tools"))
     from perf_candidates import kernel_by_name
 
-    kernel = kernel_by_name(args.kernel)
+    kernel = _kernel(args.kernel, kernel_by_name)
     device = probe()
     if isinstance(device, str):
         print(device, file=sys.stderr)

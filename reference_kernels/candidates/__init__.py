@@ -78,6 +78,8 @@ mma_256x128x64_s3_cs1 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, fr
 mma_256x128x64_s3_cs3 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1, swizzle=True, spread=3)
 mma_128x256x64_s3_cs3 = _mma(128, 256, 64, 64, stages=3, min_blocks=1, bk=64, frag_pipe=1, swizzle=True, spread=3)
 mma_128x128x64_s3_cs3 = _mma(128, 128, 64, 64, stages=3, min_blocks=2, bk=64, frag_pipe=1, swizzle=True, spread=3)
+# The rung with a 4-slice ring (192 KB of shared memory: sm_90's 227 KB, over sm_80's 163).
+mma_256x128x64_s4_cs3 = _mma(256, 128, 64, 64, stages=4, min_blocks=1, bk=64, frag_pipe=1, swizzle=True, spread=3)
 
 # FP32 FFMA. 128 x 128 (8 x 8 per lane): 2 blocks per SM wanted; 128 x 256
 # (8 x 16 per lane, cuBLAS's per-thread work): 1 block per SM.
@@ -100,7 +102,7 @@ MMA_CANDIDATES: list[CudaKernel] = [mma_128x128_s3, mma_128x128_s4, mma_128x256_
                                     mma_256x128x64_s3_fp_sw, mma_256x128x64_s3_sw, mma_128x256x64_s3_fp_sw,
                                     mma_128x128x64_s3_fp_sw, mma_128x128x64_s4_fp_sw,
                                     mma_256x128x64_s3_cs1, mma_256x128x64_s3_cs3, mma_128x256x64_s3_cs3,
-                                    mma_128x128x64_s3_cs3]
+                                    mma_128x128x64_s3_cs3, mma_256x128x64_s4_cs3]
 SGEMM_CANDIDATES: list[CudaKernel] = [
     sgemm_128x128x8_rp2, sgemm_128x128x16_cp2, sgemm_128x128x16_cp3,
     sgemm_128x256x8_rp2, sgemm_128x256x16_cp2, sgemm_128x256x8_cp3,
@@ -140,6 +142,7 @@ DESIGNS: dict[str, str] = {
     "mma-fp16-256x128x64-s3-fp-sw-cs3": "the same, copies spread over the first three k16 steps",
     "mma-fp16-128x256x64-s3-fp-sw-cs3": "128x256, 8 warps of 64x64, the cs3 loop",
     "mma-fp16-128x128x64-s3-fp-sw-cs3": "128x128, 4 warps of 64x64, 2 blocks/SM on sm_90, the cs3 loop",
+    "mma-fp16-256x128x64-s4-fp-sw-cs3": "the rung with a 4-slice ring (192 KB: sm_90 only)",
     "sgemm-128x256x8-cp3": "8x16/lane, cp.async 3-slice ring of K=8 slices (cuBLAS's own tiling on this card is 256x128x8, 3 stages)",
 }
 
@@ -163,5 +166,5 @@ __all__ = [
     "sgemm_128x128x8_rp2", "sgemm_128x128x16_cp2", "sgemm_128x128x16_cp3",
     "sgemm_128x256x8_rp2", "sgemm_128x256x16_cp2", "sgemm_128x256x8_cp3",
     "sgemm_128x128x16_rp2", "sgemm_128x256x16_rp2", "mma_256x128x64_s3_cs1", "mma_256x128x64_s3_cs3",
-    "mma_128x256x64_s3_cs3", "mma_128x128x64_s3_cs3",
+    "mma_128x256x64_s3_cs3", "mma_128x128x64_s3_cs3", "mma_256x128x64_s4_cs3",
 ]
