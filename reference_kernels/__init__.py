@@ -111,41 +111,27 @@ cpasync2 = _cpasync(2)
 cpasync3 = _cpasync(3)
 cpasync4 = _cpasync(4)
 
-MMA_BK = 32  # the default K slice of mma_fp16.cu (-DMMA_BK)
+MMA_BK = 64  # the K slice of mma_fp16.cu's rung (-DMMA_BK): one 128-byte swizzled row of A
 
 
-def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK, swizzle: bool = False) -> int:
-    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x (BK+8) + BK x (BN+8)) halves, or
-    STAGES x (BM x BK + BK x BN) with the swizzled layout (no padding)."""
-    pad = 0 if swizzle else 8
-    return stages * (bm * (bk + pad) + bk * (bn + pad)) * 2
+def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK) -> int:
+    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x BK + BK x BN) halves."""
+    return stages * (bm * bk + bk * bn) * 2
 
 
 def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
-                    name: str | None = None, bk: int = MMA_BK, frag_pipe: int = 0,
-                    group_m: int = 0, swizzle: bool = False, spread: int = 0) -> CudaKernel:
+                    name: str | None = None, bk: int = MMA_BK, spread: int = 3) -> CudaKernel:
     """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
-    ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``).
-    ``frag_pipe``: 1, fragments of the next k16 step loaded during this one's mma.sync
-    (``-DMMA_FRAG_PIPE=1``, name suffix ``-fp``); 2, the same with half of a slice's last
-    mma.sync issued before its barrier (suffix ``-fp2``); ``group_m``: blocks numbered in groups of that
-    many tile rows (``-DMMA_GROUP_M``, suffix ``-g<n>``); ``swizzle``: unpadded shared rows with
-    XOR-swizzled 16-byte chunks (``-DMMA_SWIZZLE=1``, suffix ``-sw``); ``spread``: with ``frag_pipe=1``,
-    a steady-state loop with unchecked copies spread over that many k16 steps (``-DMMA_SPREAD``,
-    suffix ``-cs<n>``)."""
+    ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``);
+    ``spread``: the steady-state loop issues the next slice's copies over that many k16 steps
+    (``-DMMA_SPREAD``, name suffix ``-cs<n>``)."""
     threads = (bm // wm) * (bn // wn) * 32
-    # Options only where they differ from the source's defaults: the default build keeps its options.
-    extra = ((f"-DMMA_BK={bk}",) if bk != MMA_BK else ()) + ((f"-DMMA_FRAG_PIPE={frag_pipe}",) if frag_pipe else ()) \
-        + ((f"-DMMA_GROUP_M={group_m}",) if group_m else ()) + (("-DMMA_SWIZZLE=1",) if swizzle else ()) \
-        + ((f"-DMMA_SPREAD={spread}",) if spread else ())
-    suffix = {0: "", 1: "-fp", 2: "-fp2"}[frag_pipe] + (f"-g{group_m}" if group_m else "") + ("-sw" if swizzle else "") \
-        + (f"-cs{spread}" if spread else "")
     return CudaKernel(
         source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
-        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk, swizzle),
-        options=(f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}",
-                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", *extra),
-        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}{suffix}",
+        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk),
+        options=(f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}", f"-DMMA_BK={bk}",
+                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", f"-DMMA_SPREAD={spread}"),
+        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}",
     )
 
 
@@ -154,8 +140,7 @@ def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks:
 # shared rows (144 KB: inside sm_80's 163 KB), the next k16 step's fragments loaded during this
 # step's mma.sync, the next slice's copies unchecked and spread over three k16 steps in the
 # steady state. reference_kernels/NOTES.md: the variants measured.
-mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64, frag_pipe=1,
-                           swizzle=True, spread=3)
+mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64, spread=3)
 
 # The Hopper rung (wgmma.cu): TMA into 128-byte swizzled shared memory, wgmma.mma_async
 # m64n256k16, a 4-stage mbarrier ring, a producer and two consumer warpgroups (setmaxnreg),

@@ -1,39 +1,27 @@
-// The rung mma-fp16 (built 256 x 128, K slices of 64, 3 stages, MMA_FRAG_PIPE=1, MMA_SWIZZLE=1,
-// MMA_SPREAD=3) and the candidates of candidates/: tensor cores through inline PTX, fp16 in,
-// fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major __half, C (M x N)
-// row-major float. Any M, N, K >= 1.
+// The rung mma-fp16 (its defaults) and the candidates of candidates/: tensor cores through
+// inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major
+// __half, C (M x N) row-major float. Any M, N, K >= 1.
 //
 // What it adds to wmma.cu: the tensor core without WMMA's opaque fragments (the m16n8k16
 // register layouts written out below, operands fetched by ldmatrix), a multistage cp.async
-// ring, and a main loop arranged so that the tensor cores wait as little as possible for shared
-// memory, the copies or the slice barrier. NOTES.md: 0.574 of cuBLAS fp16 on an H200, where
-// mma.sync alone reaches about 0.89 of it.
+// ring into XOR-swizzled shared rows, and a main loop arranged so that the tensor cores wait as
+// little as possible for shared memory, the copies or the slice barrier. NOTES.md: 0.575 of
+// cuBLAS fp16 on an H200, level with CUTLASS's own mma.sync kernel on the same tile (0.574;
+// CUTLASS's best tile, 0.632); mma.sync alone reaches about 0.89 of cuBLAS there.
 //
-// Parameters (-D, defaults in brackets):
-//   MMA_BM, MMA_BN   block tile of C [128, 128]
-//   MMA_BK           the K slice loaded per stage, a multiple of 16 [32]; the sequence of
-//                    k16 steps, and so the result bit for bit, does not depend on it
-//   MMA_WM, MMA_WN   warp tile [64, 32]; warps = (BM/WM) x (BN/WN), threads = 32 x warps
+// Parameters (-D, the rung's values in brackets):
+//   MMA_BM, MMA_BN   block tile of C [256, 128]; BN a multiple of 64
+//   MMA_BK           the K slice loaded per stage, a multiple of 64 (one 128-byte shared row of
+//                    A) [64]; the sequence of k16 steps, and so the result, does not depend on it
+//   MMA_WM, MMA_WN   warp tile [64, 64]; WN a multiple of 64; warps = (BM/WM) x (BN/WN)
 //   MMA_STAGES       depth of the cp.async ring in shared memory, 2..5 [3]
 //   MMA_MIN_BLOCKS   second __launch_bounds__ argument (resident blocks per SM wanted) [1]
-//   MMA_FRAG_PIPE    1: the warp's fragments for the next k16 step are loaded from shared
-//                    memory while the current step's mma.sync run, across K slices too (the
-//                    slice barrier moves into the last k16 step); needs BK / 16 even; 2: the
-//                    same, and half of the last step's mma.sync issued before that barrier [0]
-//   MMA_SWIZZLE      1: unpadded shared rows, 16-byte chunks XOR-swizzled (below); needs BK and
-//                    WN multiples of 64 and BN a multiple of 64; 0: padded rows [0]
-//   MMA_SPREAD       > 0 (with MMA_FRAG_PIPE=1): a steady-state loop whose copies of the next
-//                    K slice carry no checks and are spread over the first MMA_SPREAD k16 steps,
-//                    then a checked loop for the last slices; 0: the copies checked, all in
-//                    step 0 (ptxas then put about 120 instructions of copy issue between each
-//                    slice barrier and the first mma.sync) [0]
-//   MMA_GROUP_M      > 0: blocks are numbered in groups of this many block rows, column by
-//                    column inside a group, so that the blocks resident at once share A rows
-//                    and B columns in the L2; 0: block (x, y) computes C tile (x, y) [0]
-// Shared memory is dynamic: MMA_STAGES x (BM x (BK+8) + BK x (BN+8)) halves (without the
-// + 8 paddings when MMA_SWIZZLE=1); the
-// exact figure is also exported as the constant gemm_mma_fp16_smem_bytes so the
-// Python declaration can be checked against it.
+//   MMA_SPREAD       the steady-state loop issues the next K slice's copies over its first
+//                    MMA_SPREAD k16 steps, 1..BK/16-1 [3]
+// Shared memory is dynamic: MMA_STAGES x (BM x BK + BK x BN) halves; the exact figure is also
+// exported as the constant gemm_mma_fp16_smem_bytes so the Python declaration can be checked
+// against it. Builds measured before 2026-12-01 with padded rows, other loops or K slices of
+// 32 (NOTES.md) are in the history of this file, up to commit 7303d22.
 //
 // Instruction: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (sm_80+).
 // Operand fragments come from shared memory through ldmatrix (A plain, B with
@@ -67,22 +55,13 @@
 //        matrix 2 = k 0-7 / n 8-15  -> reg 2 = b0 of n-tile n0 + 8
 //        matrix 3 = k 8-15 / n 8-15 -> reg 3 = b1 of n-tile n0 + 8
 //
-// Shared layout (per stage), MMA_SWIZZLE=1 (the rung): As[BM][BK], Bs[BK][BN], no padding;
-// rows are whole 128-byte lines and chunk c (16 bytes) of row r is stored at c ^ (r % 8)
-// inside its aligned group of 8 (swizzled() below). The 8 rows of one ldmatrix matrix read
-// one logical chunk, so they hit 8 different 16-byte slots: conflict-free. And the 8 (A) or
-// 16 (B) copies of one row fill whole lines, which the padded layout below does not: there a
-// row straddles line boundaries and each cp.async of a warp is split (NOTES.md: 1.47x the L2
-// reads of the ideal, the rung 17 % slower).
-//
-// Shared layout (per stage), MMA_SWIZZLE=0: As[BM][A_LD] with A_LD = BK + 8 = 40 halves (80 B
-// rows; 72 halves, 144 B, for BK = 64), Bs[BK][B_LD] with B_LD = BN + 8 halves (272 B rows for BN = 128, 528 B
-// for BN = 256). Padding instead of a swizzle: the 8 row addresses of one 8x8
-// matrix are 80 / 144 B (A) or 272 / 528 B (B) apart, i.e. 16 B-slots 5, 9, 17 or 33
-// apart modulo the 8 slots of a 128-byte wavefront; all odd, so the 8 rows
-// land in 8 different slots: every ldmatrix phase is conflict-free. Rows stay
-// 16-byte aligned (80 = 5 x 16, 272 = 17 x 16, 528 = 33 x 16) for cp.async and
-// ldmatrix.
+// Shared layout (per stage): As[BM][BK], Bs[BK][BN], no padding; rows are whole 128-byte lines
+// and chunk c (16 bytes) of row r is stored at c ^ (r % 8) inside its aligned group of 8
+// (swizzled() below). The 8 rows of one ldmatrix matrix read one logical chunk, so they hit 8
+// different 16-byte slots: conflict-free. And the 8 (A) or 16 (B) copies of one row fill whole
+// lines (with rows padded to an odd number of 16-byte slots, the other conflict-free layout,
+// rows straddled lines and each cp.async of a warp was split: NOTES.md, 1.47x the L2 reads of
+// the ideal, the rung 17 % slower).
 //
 // Global -> shared: 16-byte cp.async.cg copies (8 halves), zero-filled (src-size
 // 0, nothing read) for chunks outside A or B; they need K % 8 == 0, N % 8 == 0
@@ -98,8 +77,9 @@
 // every thread's copies of tile kt visible AND proves every warp finished
 // computing tile kt-1, whose stage ((kt-1) % STAGES == (kt+STAGES-1) % STAGES)
 // the copies of tile kt+STAGES-1 issued next overwrite; then it commits (maybe
-// an empty group, keeping the count uniform) and computes tile kt. With MMA_FRAG_PIPE the
-// same wait and barrier move into the last k16 step of the previous tile (see the loop).
+// an empty group, keeping the count uniform) and computes tile kt. That is the loop of the edge
+// and scalar fills; blocks inside C run a pipelined form of it (fragments one k16 step ahead,
+// the wait and barrier inside the last k16 step of the previous tile: see the loop).
 //
 // Epilogue straight from the accumulators: each lane writes float2 pairs
 // C[row][2t, 2t+1] (8-byte stores, one 32-byte sector per 4 lanes) when N is
@@ -108,7 +88,7 @@
 #include <cuda_fp16.h>
 
 #ifndef MMA_BM
-#define MMA_BM 128
+#define MMA_BM 256
 #endif
 #ifndef MMA_BN
 #define MMA_BN 128
@@ -117,10 +97,10 @@
 #define MMA_WM 64
 #endif
 #ifndef MMA_WN
-#define MMA_WN 32
+#define MMA_WN 64
 #endif
 #ifndef MMA_BK
-#define MMA_BK 32
+#define MMA_BK 64
 #endif
 #ifndef MMA_STAGES
 #define MMA_STAGES 3
@@ -128,17 +108,8 @@
 #ifndef MMA_MIN_BLOCKS
 #define MMA_MIN_BLOCKS 1
 #endif
-#ifndef MMA_FRAG_PIPE
-#define MMA_FRAG_PIPE 0
-#endif
-#ifndef MMA_GROUP_M
-#define MMA_GROUP_M 0
-#endif
-#ifndef MMA_SWIZZLE
-#define MMA_SWIZZLE 0
-#endif
 #ifndef MMA_SPREAD
-#define MMA_SPREAD 0
+#define MMA_SPREAD 3
 #endif
 
 #define MMA_THREADS ((MMA_BM / MMA_WM) * (MMA_BN / MMA_WN) * 32)
@@ -152,15 +123,13 @@ enum : int {
     WN = MMA_WN,
     STAGES = MMA_STAGES,
     KSTEPS = BK / 16,      // k16 steps per K slice
-    GROUP_M = MMA_GROUP_M,
     WARPS_N = BN / WN,
     NTHREADS = MMA_THREADS,
     MI = WM / 16,          // m16 tiles per warp
     NI = WN / 8,           // n8 tiles per warp
-    SWIZZLE = MMA_SWIZZLE,
-    SPREAD = MMA_SPREAD,   // k16 steps the copies of one K slice are spread over (0: the older loop)
-    A_LD = SWIZZLE ? BK : BK + 8,  // halves per shared row of A
-    B_LD = SWIZZLE ? BN : BN + 8,  // halves per shared row of B
+    SPREAD = MMA_SPREAD,   // k16 steps the copies of one K slice are spread over
+    A_LD = BK,             // halves per shared row of A
+    B_LD = BN,             // halves per shared row of B
     A_STAGE = BM * A_LD,   // halves per stage
     B_STAGE = BK * B_LD,
     SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * 2,
@@ -177,18 +146,13 @@ enum : int {
 static_assert(BM % WM == 0 && BN % WN == 0, "the warp tile must divide the block tile");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: 16-row A fragments, B loaded 16 columns per ldmatrix.x4");
 static_assert(STAGES >= 2 && STAGES <= 5, "MMA_STAGES must be 2..5");
-static_assert(!MMA_SPREAD || (MMA_FRAG_PIPE == 1 && MMA_SPREAD <= KSTEPS - 1),
-              "MMA_SPREAD (a variant of MMA_FRAG_PIPE=1) spreads the copies over at most BK/16 - 1 k16 steps");
-static_assert(!MMA_FRAG_PIPE || KSTEPS % 2 == 0, "MMA_FRAG_PIPE alternates two fragment buffers: BK / 16 must be even");
-static_assert(GROUP_M >= 0, "MMA_GROUP_M must be >= 0");
+static_assert(SPREAD >= 1 && SPREAD <= KSTEPS - 1, "MMA_SPREAD spreads the copies over 1 .. BK/16 - 1 k16 steps");
+static_assert(KSTEPS % 2 == 0, "the pipelined loop alternates two fragment buffers: BK / 16 must be even");
 static_assert(BK % 16 == 0 && BK >= 16, "MMA_BK must be a multiple of 16 (one k16 step of mma.m16n8k16)");
 static_assert(NTHREADS % A_CHUNKS_ROW == 0 && BM % A_PASS == 0 && A_CHUNKS >= 1, "A tile chunks must spread evenly");
 static_assert(NTHREADS % B_CHUNKS_ROW == 0 && BK % B_PASS == 0 && B_CHUNKS >= 1, "B tile chunks must spread evenly");
-static_assert(SWIZZLE || (((A_LD * 2 / 16) % 2 == 1) && ((B_LD * 2 / 16) % 2 == 1) && (A_LD * 2) % 16 == 0 &&
-                          (B_LD * 2) % 16 == 0),
-              "padded rows must be an odd number of 16-byte slots (conflict-free ldmatrix, aligned cp.async)");
-static_assert(!SWIZZLE || (BK % 64 == 0 && BN % 64 == 0 && WN % 64 == 0 && A_PASS % 8 == 0 && B_PASS % 8 == 0),
-              "MMA_SWIZZLE needs whole 128-byte rows (BK, BN multiples of 64), warp columns on 128-byte "
+static_assert(BK % 64 == 0 && BN % 64 == 0 && WN % 64 == 0 && A_PASS % 8 == 0 && B_PASS % 8 == 0,
+              "the swizzle needs whole 128-byte rows (BK, BN multiples of 64), warp columns on 128-byte "
               "boundaries (WN a multiple of 64) and each thread's chunks 8 rows apart");
 
 typedef unsigned short u16;
@@ -284,36 +248,17 @@ static __device__ __forceinline__ void block_origin(int& blockRow, int& blockCol
     unsigned int x, y;
     asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
     asm volatile("mov.u32 %0, %%ctaid.y;" : "=r"(y));
-    int tileRow = static_cast<int>(y);
-    int tileCol = static_cast<int>(x);
-    if (GROUP_M > 0) {
-        // Block p (x fastest) -> groups of GROUP_M tile rows, walked column by column: the
-        // blocks running at once cover a squarer patch of C, so fewer A rows and B columns
-        // are live in the L2. A bijection of the grid: every tile once.
-        const int tilesM = gridDim.y;
-        const int p = tileRow * gridDim.x + tileCol;
-        const int perGroup = GROUP_M * gridDim.x;
-        const int firstRow = (p / perGroup) * GROUP_M;
-        const int rows = min(tilesM - firstRow, (int)GROUP_M);
-        const int q = p % perGroup;
-        tileRow = firstRow + q % rows;
-        tileCol = q / rows;
-    }
-    blockRow = tileRow * BM;
-    blockCol = tileCol * BN;
+    blockRow = static_cast<int>(y) * BM;
+    blockCol = static_cast<int>(x) * BN;
 }
 
-// Where 16-byte chunk `chunk` of shared row `row` is stored, in chunks from the row's start.
-// MMA_SWIZZLE: rows are whole 128-byte lines (no padding), and inside each aligned group of 8
-// chunks chunk c of row r sits at c ^ (r % 8). The 8 rows an ldmatrix phase reads (8 rows,
-// one logical chunk) then lie in 8 different 16-byte slots, conflict-free as the padded layout
-// is; but a row's 16-byte copies now fill one aligned 128-byte line. With padding, rows
-// straddled line boundaries and each cp.async of a warp was split: 18 global sectors per
-// request instead of 16, 1.47x the L2 reads and 2.5x the shared wavefronts of the ideal
-// (Nsight Compute, 256x128x64 at 4096^3 on an H200).
+// Where 16-byte chunk `chunk` of shared row `row` is stored, in chunks from the row's start:
+// inside each aligned group of 8 chunks, chunk c of row r sits at c ^ (r % 8). The 8 rows an
+// ldmatrix phase reads (8 rows, one logical chunk) lie in 8 different 16-byte slots, and a
+// row's 16-byte copies fill one aligned 128-byte line.
 static __device__ __forceinline__ int swizzled(int chunk, int row)
 {
-    return SWIZZLE ? (chunk ^ (row & 7)) : chunk;
+    return chunk ^ (row & 7);
 }
 
 template <int FILL>
@@ -416,7 +361,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     // ---- per-lane ldmatrix addresses (bytes, stage 0, kk = 0) --------------
     // A: row warpRow + mi*16 + (lane % 16), col (lane / 16) * 8; + mi*16*A_LD*2, + kk*16*2.
     // B: k row (lane % 16), col warpCol + nj*16 + (lane / 16) * 8; + nj*16*2, + kk*16*B_LD*2.
-    // Swizzled, the lane's rows are = lane % 8 (mod 8) whatever mi and kk: its chunk is
+    // The lane's rows are = lane % 8 (mod 8) whatever mi and kk: its chunk is
     // (lane / 16) ^ (lane % 8) plus the step's chunk, and since every row, stage and block
     // offset is a multiple of 128 bytes, the step's chunk c < 8 is applied to the address as
     // a XOR of c * 16 (frag_addr below).
@@ -427,10 +372,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     // Byte address of chunk `chunk` (of 16 bytes, along the row) from a lane's address `base`
     // of chunk 0, plus `rows` bytes (a multiple of 128).
     auto frag_addr = [](unsigned int base, int chunk, int rows) -> unsigned int {
-        if (SWIZZLE) {
-            return (base ^ static_cast<unsigned int>((chunk & 7) * 16)) + static_cast<unsigned int>((chunk >> 3) * 128 + rows);
-        }
-        return base + static_cast<unsigned int>(chunk * 16 + rows);
+        return (base ^ static_cast<unsigned int>((chunk & 7) * 16)) + static_cast<unsigned int>((chunk >> 3) * 128 + rows);
     };
 
     float acc[MI][NI][4];
@@ -486,12 +428,19 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
 
     int readStage = 0;             // kt % STAGES
     int writeStage = STAGES - 1;   // (kt + STAGES - 1) % STAGES
-    if constexpr (MMA_SPREAD && FILL == FILL_INNER) {
-        // Pipelined fragments as below, with the copies kept cheap and off the barrier:
-        // iterations whose next tile lies wholly inside K (all but the last STAGES-1 or so)
-        // issue their copies with no checks, spread over the first SPREAD k16 steps
-        // (COPY_FULL); the rest check k and issue them at step 0 (COPY_TAIL). Two loops, one
-        // body each, so that neither carries the other's checks.
+    if constexpr (FILL == FILL_INNER) {
+        // Software-pipelined fragments (two buffers): step kk's mma.sync are issued after the
+        // ldmatrix of step kk + 1, so shared-memory latency hides behind tensor-core work. The
+        // slice barrier moves into the last k16 step of each slice, after its fragments were
+        // read and before its mma.sync: the warps wait at it while their previous step's
+        // mma.sync still run, and the next slice's first fragments are loaded right after it.
+        // Same k16 steps in the same order per accumulator as the plain loop: bit for bit its
+        // result. The copies are kept cheap and off the barrier: iterations whose next tile
+        // lies wholly inside K (all but the last STAGES-1 or so) issue their copies with no
+        // checks, spread over the first SPREAD k16 steps (iteration(kt, true)); the rest check
+        // k and issue them at step 0 (iteration(kt, false)). Two loops, one body each, so that
+        // neither carries the other's checks (ptxas put about 120 instructions of checked copy
+        // issue between each slice barrier and the first mma.sync when they shared one).
         //   Groups: the prologue commits STAGES-1; iteration kt commits one (tile kt+STAGES-1)
         //   by step KSTEPS-2 at the latest (SPREAD <= KSTEPS-1), so at the wait in its last step STAGES+kt are
         //   committed and tile kt+1 (group kt+1) has landed once at most STAGES-2 are pending.
@@ -552,56 +501,6 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
         }
         for (; kt < kTiles; ++kt) {
             iteration(kt, false);
-        }
-    } else if constexpr (MMA_FRAG_PIPE && FILL == FILL_INNER) {
-        // Software-pipelined fragments (two buffers): step kk's mma.sync are issued after the
-        // ldmatrix of step kk + 1, so shared-memory latency hides behind tensor-core work. The
-        // slice barrier moves into the last k16 step of each slice, after its fragments were
-        // read and before its mma.sync: the warps wait at it while their previous step's
-        // mma.sync still run, and the next slice's first fragments are loaded right after it.
-        // Same k16 steps in the same order per accumulator: bit for bit the result of MMA_FRAG_PIPE=0.
-        //   Groups: the prologue commits STAGES-1; iteration kt commits one (tile kt+STAGES-1)
-        //   in its step 0. At the last step of kt, STAGES+kt are committed and tile kt+1 is
-        //   group kt+1: wait until at most STAGES-2 are pending. The barrier after it makes
-        //   tile kt+1 visible and proves every warp has read all of tile kt (its last step's
-        //   fragments were loaded one step earlier), so the copies of tile kt+STAGES, issued in
-        //   step 0 of iteration kt+1, may overwrite tile kt's stage.
-        unsigned int af[2][MI][4];
-        unsigned int bf[2][NI][2];
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        load_frags(af[0], bf[0], 0, 0);
-        for (int kt = 0; kt < kTiles; ++kt) {
-#pragma unroll
-            for (int kk = 0; kk < KSTEPS; ++kk) {
-                if (kk == KSTEPS - 1) {
-                    if (MMA_FRAG_PIPE == 2) {
-                        // Half of this step's mma.sync before the barrier: the tensor pipe has
-                        // them to run while the warps wait for each other.
-                        mma_step(af[kk & 1], bf[kk & 1], 0, MI / 2);
-                    }
-                    readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
-                    cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 have landed
-                    __syncthreads();              // everyone's have; everyone has read tile kt
-                    if (kt + 1 < kTiles) {
-                        load_frags(af[0], bf[0], readStage, 0);
-                    }
-                } else {
-                    load_frags(af[(kk + 1) & 1], bf[(kk + 1) & 1], readStage, kk + 1);
-                }
-                if (kk == 0) {
-                    if (kt + STAGES - 1 < kTiles) {
-                        // tile kt + STAGES - 1, into tile kt-1's stage: (kt + STAGES - 1) % STAGES
-                        load_next(readStage == 0 ? STAGES - 1 : readStage - 1, kt + STAGES - 1);
-                    }
-                    cp_async_commit();
-                }
-                if (MMA_FRAG_PIPE == 2 && kk == KSTEPS - 1) {
-                    mma_step(af[kk & 1], bf[kk & 1], MI / 2, MI);
-                } else {
-                    mma_step(af[kk & 1], bf[kk & 1]);
-                }
-            }
         }
     } else {
         // One k16 step at a time (the edge and scalar fills always: with their checks in the

@@ -200,23 +200,22 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     kernel.validate()
     o = _options(kernel)
     bm, bn, wm, wn, stages = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
-    bk = o.get("MMA_BK", candidates.MMA_BK)
-    pipe, group, swizzle = o.get("MMA_FRAG_PIPE", 0), o.get("MMA_GROUP_M", 0), o.get("MMA_SWIZZLE", 0)
-    suffix = {0: "", 1: "-fp", 2: "-fp2"}[pipe] + (f"-g{group}" if group else "") + ("-sw" if swizzle else "") \
-        + (f"-cs{o['MMA_SPREAD']}" if o.get("MMA_SPREAD") else "")
-    assert kernel.name == f"mma-fp16-{bm}x{bn}x{bk}-s{stages}{suffix}"
+    bk, spread = o["MMA_BK"], o["MMA_SPREAD"]
+    assert set(o) == {"MMA_BM", "MMA_BN", "MMA_WM", "MMA_WN", "MMA_BK", "MMA_STAGES", "MMA_MIN_BLOCKS", "MMA_SPREAD"}
+    assert kernel.name == f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}"
+    assert bk % 64 == 0 and bn % 64 == 0 and wn % 64 == 0 and 1 <= spread < bk // 16, "mma_fp16.cu's static_asserts"
     assert tuple(kernel.tile) == (bm, bn)
     threads = (bm // wm) * (bn // wn) * 32
     assert math.prod(kernel.block) == threads and threads in (128, 256)
     assert kernel.precision == "fp16" and tuple(kernel.min_cc) == (8, 0)
     assert kernel.signature == "A,B,C,M,N,K" and tuple(kernel.multiple_of) == (1, 1, 1)
-    smem = candidates.mma_smem_bytes(bm, bn, stages, bk, bool(swizzle))
+    smem = candidates.mma_smem_bytes(bm, bn, stages, bk)
     assert kernel.shared_mem == smem <= SMEM_PER_BLOCK_OPTIN_SM80, "one block must fit sm_80 (min_cc 8.0)"
     assert o["MMA_MIN_BLOCKS"] * (smem + 1024) <= SMEM_PER_SM, "the wanted blocks per SM do not fit in shared memory"
 
 
 def test_the_tensor_rung_is_the_measured_build() -> None:
-    """The rung mma-fp16 is candidate mma-fp16-256x128x64-s3-fp-sw-cs3 (the measured best of
+    """The rung mma-fp16 is candidate mma-fp16-256x128x64-s3-cs3 (the measured best of
     issue 18) under its ladder name."""
     rung, cand = reference_kernels.mma_fp16, candidates.mma_256x128x64_s3_cs3
     assert rung.name == "mma-fp16" and rung.options == cand.options and rung.shared_mem == cand.shared_mem
@@ -310,22 +309,19 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     """mma_fp16.cu's fill, ldmatrix addressing, fragments and epilogue, one block at a time."""
     o = _options(kernel)
     BM, BN, WM, WN, STAGES = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
-    BK = o.get("MMA_BK", candidates.MMA_BK)
-    SW, GROUP_M = o.get("MMA_SWIZZLE", 0), o.get("MMA_GROUP_M", 0)
+    BK = o["MMA_BK"]
     M, K = A.shape
     N = B.shape[1]
     NT = (BM // WM) * (BN // WN) * 32
     WARPS_N = BN // WN
     MI, NI = WM // 16, WN // 8
-    A_LD, B_LD = (BK, BN) if SW else (BK + 8, BN + 8)
+    A_LD, B_LD = BK, BN
 
     def swizzled(chunk, row):  # mma_fp16.cu swizzled()
-        return chunk ^ (row & 7) if SW else chunk
+        return chunk ^ (row & 7)
 
     def frag_addr(base, chunk, rows):  # mma_fp16.cu frag_addr: a lane's chunk 0 -> chunk `chunk`, + rows bytes
-        if SW:
-            return (base ^ ((chunk & 7) * 16)) + (chunk >> 3) * 128 + rows
-        return base + chunk * 16 + rows
+        return (base ^ ((chunk & 7) * 16)) + (chunk >> 3) * 128 + rows
     A_STAGE, B_STAGE = BM * A_LD, BK * B_LD
     A_CR, B_CR = BK // 8, BN // 8
     A_PASS, B_PASS = NT // A_CR, NT // B_CR
@@ -342,12 +338,6 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     for by in range(grid_y):
         for bx in range(grid_x):
             tile_row, tile_col = by, bx  # mma_fp16.cu block_origin
-            if GROUP_M:
-                p = by * grid_x + bx
-                first = (p // (GROUP_M * grid_x)) * GROUP_M
-                rows = min(grid_y - first, GROUP_M)
-                q = p % (GROUP_M * grid_x)
-                tile_row, tile_col = first + q % rows, q // rows
             assert (tile_row, tile_col) not in tiles_done and tile_row < grid_y and tile_col < grid_x
             tiles_done.add((tile_row, tile_col))
             block_row, block_col = tile_row * BM, tile_col * BN
@@ -423,8 +413,8 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     pytest.param((37, 45, 23), False, id="37x45x23-scalar"),
     pytest.param((129, 136, 40), True, id="129x136x40-vec"),
 ])
-@pytest.mark.parametrize("kernel", [candidates.mma_128x128_s3, candidates.mma_128x256_s4, reference_kernels.mma_fp16,
-                                    candidates.mma_128x128x64_s3_fp_sw], ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", [reference_kernels.mma_fp16, candidates.mma_128x256x64_s3_cs3,
+                                    candidates.mma_128x128x64_s3_cs3], ids=lambda k: k.name)
 def test_mma_index_model_computes_the_product(kernel: CudaKernel, shape: tuple[int, int, int], vec: bool) -> None:
     A, B = _int_inputs(*shape, seed=7)
     C = _mma_model(kernel, A, B, vec)
@@ -524,15 +514,15 @@ def _bank_slots(byte_addrs: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("kernel", MMA, ids=lambda k: k.name)
 def test_mma_ldmatrix_phases_are_conflict_free(kernel: CudaKernel) -> None:
     """Each 8x8 matrix of an ldmatrix reads 8 rows of 16 bytes: they must fall in 8 distinct
-    16-byte slots of a 128-byte wavefront (the padded pitches make them)."""
+    16-byte slots of a 128-byte wavefront (the swizzle makes them)."""
     o = _options(kernel)
-    BN, WN, BK, SW = o["MMA_BN"], o["MMA_WN"], o.get("MMA_BK", candidates.MMA_BK), o.get("MMA_SWIZZLE", 0)
-    A_LD, B_LD = (BK, BN) if SW else (BK + 8, BN + 8)
+    BN, WN, BK = o["MMA_BN"], o["MMA_WN"], o["MMA_BK"]
+    A_LD, B_LD = BK, BN
     lane = np.arange(32)
-    first = (lane >> 4) ^ (lane & 7) if SW else lane >> 4  # the lane's chunk at step 0 (swizzled())
+    first = (lane >> 4) ^ (lane & 7)  # the lane's chunk at step 0 (swizzled())
 
     def addr(base, chunk):  # frag_addr, rows 0
-        return (base ^ ((chunk & 7) * 16)) + (chunk >> 3) * 128 if SW else base + chunk * 16
+        return (base ^ ((chunk & 7) * 16)) + (chunk >> 3) * 128
 
     for warp_col in range(0, BN, WN):
         a_base = ((lane & 15) * A_LD + first * 8) * 2                   # A, warp row 0
@@ -545,7 +535,7 @@ def test_mma_ldmatrix_phases_are_conflict_free(kernel: CudaKernel) -> None:
 
 
 def test_swizzled_fill_writes_whole_lines() -> None:
-    """With MMA_SWIZZLE each group of 8 threads copying one A row (and 16 one B row) fills whole,
+    """With the swizzle each group of 8 threads copying one A row (and 16 one B row) fills whole,
     aligned 128-byte lines: the copies are not split (the padded layout's rows straddled lines)."""
     k = reference_kernels.mma_fp16
     o = _options(k)
@@ -571,7 +561,7 @@ def test_tool_help_works_with_no_gpu() -> None:
 def test_tool_rejects_unknown_kernel_names() -> None:
     out = subprocess.run([sys.executable, str(TOOL), "--only", "nope"], capture_output=True, text=True, cwd=str(ROOT))
     assert out.returncode == 2
-    assert "'nope'" in out.stderr and "mma-fp16-128x128x32-s3" in out.stderr
+    assert "'nope'" in out.stderr and "mma-fp16-256x128x64-s3-cs1" in out.stderr
 
 
 def test_tool_jobs_cover_candidates_and_top_rungs() -> None:
@@ -757,8 +747,8 @@ def test_run_job_stops_after_a_fault(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_run_job_times_fp16_candidates_against_cublas_fp16(monkeypatch: pytest.MonkeyPatch) -> None:
     _patch_gpu(monkeypatch, {})
-    out = pc.run_job(["mma-fp16-128x256x32-s3"], [64], budget_s=0.01, rounds=1)
+    out = pc.run_job(["mma-fp16-128x256x64-s3-cs3"], [64], budget_s=0.01, rounds=1)
     rec = out["kernels"][0]
     assert rec["verdict"] == "passed" and rec["precision"] == "fp16"
-    assert rec["dynamic_smem_bytes"] == candidates.mma_smem_bytes(128, 256, 3)
+    assert rec["dynamic_smem_bytes"] == candidates.mma_smem_bytes(128, 256, 3, 64)
     assert list(out["cublas"]) == ["fp16"] and rec["timings"][0]["agrees"]

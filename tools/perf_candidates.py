@@ -28,7 +28,7 @@ killing its process (``--child-timeout-s``). Jobs are not started after
 H200. Prints a markdown table; ``--out PATH`` also writes the JSON report.
 
     python3 tools/perf_candidates.py --out perf_candidates.json
-    python3 tools/perf_candidates.py --only mma-fp16-128x256x32-s3,wmma-fp16 --sizes 4096
+    python3 tools/perf_candidates.py --only mma-fp16-128x256x64-s3-cs3,wmma-fp16 --sizes 4096
     python3 tools/perf_candidates.py --compile-only          # no GPU: registers/spills per arch
 
 Exit status: 0 every kernel that ran passed its gate; 1 a kernel failed, crashed
