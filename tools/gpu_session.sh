@@ -6,7 +6,7 @@
 #   bash tools/gpu_session.sh untrusted # the cheats and faults (tests/test_untrusted_kernels.py) and the launch
 #                                       # guard, one worker per GPU: with 4 workers per GPU (-n 8 on 2) the
 #                                       # timings are shared and 'memoized' read 12.4 ms, not faster than physics
-#   bash tools/gpu_session.sh ladder    # the ladder's conformance run (-n 0, with 4 broken kernels) and its table  ~4 min
+#   bash tools/gpu_session.sh ladder    # the ladder's conformance run (-n 0, with 4 broken kernels) and its table  ~6 min
 #   bash tools/gpu_session.sh one       # one kernel's full conformance run, its wall time  ~30 s
 #   bash tools/gpu_session.sh parallel  # the same ladder run with -n 2 (one worker per GPU)  ~2 min
 #   bash tools/gpu_session.sh perf      # edge cost, timing fidelity, performance candidates  ~5 min
@@ -80,7 +80,7 @@ for stage in "$@"; do
       grep -E "^(FAILED|ERROR)|passed|failed" "$out/untrusted.txt" | tail -15
       ;;
     ladder)
-      walled 'ladder -n 0' 300 python3 -m pytest "${ladder_args[@]}" --gemm-report "$out/ladder.json" > "$out/ladder.txt" 2>&1
+      walled 'ladder -n 0' 540 python3 -m pytest "${ladder_args[@]}" --gemm-report "$out/ladder.json" > "$out/ladder.txt" 2>&1
       tail -45 "$out/ladder.txt"
       python3 tools/ladder_table.py "$out/ladder.json" | tee "$out/ladder.md"
       ;;
