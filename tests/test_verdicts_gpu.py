@@ -31,8 +31,8 @@ ROOT = {name: ("failed", category) for name, (_, category, _) in BROKEN.BROKEN.i
 ROOT["missing_sync"] = ("failed", "nondeterministic")
 ROOT.update({name: ("passed", None) for name in BROKEN.CORRECT})
 EXPECTED: dict[str, tuple[str, Any]] = {**VERDICTS.EXPECTED, **ROOT}
-if os.environ.get("PYTEST_GEMM_TORCH"):  # where torch imports beside CuPy
-    EXPECTED.update(VERDICTS.TORCH)
+if os.environ.get("PYTEST_GEMM_TORCH"):  # where torch (with Triton) imports beside CuPy
+    EXPECTED.update(VERDICTS.THIRD_PARTY)
 if os.environ.get("PYTEST_GEMM_VERDICT_KERNELS"):  # a subset, e.g. "own_stream,current_stream"
     EXPECTED = {k: EXPECTED[k] for k in os.environ["PYTEST_GEMM_VERDICT_KERNELS"].split(",")}
 
@@ -44,7 +44,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "4", "--gemm-timeout", "60",
             "--gemm-bench-shape", "1024", "--gemm-report", str(out / "report.json")]
     for name in EXPECTED:
-        where = HERE / ("verdicts" if name in {**VERDICTS.EXPECTED, **VERDICTS.TORCH} else "broken") / "kernels.py"
+        where = HERE / ("verdicts" if name in {**VERDICTS.EXPECTED, **VERDICTS.THIRD_PARTY} else "broken") / "kernels.py"
         args += ["--gemm-kernel", f"{where}:{name}"]
     run = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=900)
     (out / "log.txt").write_text(run.stdout + run.stderr)

@@ -123,7 +123,8 @@ for stage in "$@"; do
       ;;
     verdicts)
       # one root cause per kernel: the whole suite on tests/broken and tests/verdicts (~3 min);
-      # VERDICT_KERNELS=own_stream,current_stream narrows it
+      # VERDICT_KERNELS=own_stream,current_stream narrows it; VERDICT_TORCH=1 adds the torch and Triton
+      # launchers (tests/verdicts THIRD_PARTY)
       PYTEST_GEMM_VERDICT_KERNELS="${VERDICT_KERNELS:-}" PYTEST_GEMM_TORCH="${VERDICT_TORCH:-}" \
         walled verdicts 330 python3 -m pytest tests/test_verdicts_gpu.py -p no:cacheprovider -q -rfEs \
         --basetemp=/tmp/gemm-verdicts > "$out/verdicts.txt" 2>&1

@@ -152,7 +152,7 @@ def _triton_matmul():
             acc += tl.dot(a, b)  # Triton's default for fp32 operands: TF32 tensor cores
         tl.store(c_ptr + rows[:, None] * sc + cols[None, :], acc, mask=(rows[:, None] < m) & (cols[None, :] < n))
 
-    def launch(a, b, c):
+    def launch(a, b, c, bf16=False):
         import cupy
         import torch
 
@@ -160,6 +160,8 @@ def _triton_matmul():
         n = b.shape[1]
         with torch.cuda.stream(torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)):
             ta, tb, tc = (torch.as_tensor(x, device="cuda") for x in (a, b, c))
+            if bf16:  # the suite hands bf16 over as uint16 bit patterns
+                ta, tb = ta.view(torch.bfloat16), tb.view(torch.bfloat16)
             assert all(t.stride(1) == 1 for t in (ta, tb, tc)), "rows must be contiguous"
             mm[(triton.cdiv(m, 64), triton.cdiv(n, 64))](ta, tb, tc, m, n, k, ta.stride(0), tb.stride(0), tc.stride(0),
                                                           BM=64, BN=64, BK=32)
@@ -170,10 +172,10 @@ def _triton_matmul():
 _TRITON: list = []
 
 
-def _triton(a, b, c):
+def _triton(a, b, c, bf16=False):
     if not _TRITON:
         _TRITON.append(_triton_matmul())
-    _TRITON[0](a, b, c)
+    _TRITON[0](a, b, c, bf16)
 
 
 @kernel(name="triton_fp16", precision="fp16")
@@ -182,17 +184,41 @@ def triton_fp16(a, b, c):
     _triton(a, b, c)
 
 
+@kernel(name="triton_bf16", precision="bf16")
+def triton_bf16(a, b, c):
+    """The same kernel on bf16 inputs: right."""
+    _triton(a, b, c, bf16=True)
+
+
 @kernel(name="triton_fp32_tf32", precision="fp32")
 def triton_fp32_tf32(a, b, c):
     """The same kernel on fp32 inputs, declared fp32: tl.dot's default rounds them to TF32."""
     _triton(a, b, c)
 
 
+@kernel(name="torch_tf32", precision="fp32")
+def torch_tf32(a, b, c):
+    """torch.matmul with TF32 allowed (a common speed setting), declared fp32: cuBLAS's TF32 path."""
+    import cupy
+    import torch
+
+    allowed = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        with torch.cuda.stream(torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)):
+            torch.matmul(torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda"),
+                         out=torch.as_tensor(c, device="cuda"))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allowed
+
+
 # torch and Triton (which comes with torch): run only where PYTEST_GEMM_TORCH is set.
-TORCH: dict[str, tuple[str, str | None]] = {
+THIRD_PARTY: dict[str, tuple[str, str | None]] = {
     "torch_current_stream": ("passed", None),
     "torch_default_stream": ("failed", "timing_escape"),
+    "torch_tf32": ("failed", "precision_too_low"),
     "triton_fp16": ("passed", None),
+    "triton_bf16": ("passed", None),
     "triton_fp32_tf32": ("failed", "precision_too_low"),
 }
 
