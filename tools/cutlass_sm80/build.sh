@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds libcutlass_sm80.so (every tile configuration of gemm_sm80.cu) for sm_80 and sm_90.
-# Needs nvcc and CUTLASS's headers: CUTLASS_DIR=/path/to/cutlass (a checkout, or the include
-# folder that `pip install nvidia-cutlass` ships). Output: tools/cutlass_sm80/build/.
+# Needs nvcc and CUTLASS's headers: CUTLASS_DIR=/path/to/cutlass, a checkout (CUTLASS 4.7 was
+# measured) or what `pip install nvidia-cutlass` ships (4.2 compiles too):
+#   CUTLASS_DIR=$(python3 -c "import cutlass_library, os; print(os.path.dirname(cutlass_library.__file__))")/source
+# Output: tools/cutlass_sm80/build/ (carry it to a GPU machine that has no nvcc or no CUTLASS).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 : "${CUTLASS_DIR:?set CUTLASS_DIR to a CUTLASS checkout (with include/cutlass/cutlass.h)}"
