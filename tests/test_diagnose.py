@@ -40,8 +40,9 @@ def summary_of(got, want, **kw) -> Diagnosis:
 
 def test_categories_constants():
     assert categories.WRONG_VALUES == "wrong_values"
-    assert len(categories.ALL) == 14 and len(set(categories.ALL)) == 14
+    assert len(categories.ALL) == 15 and len(set(categories.ALL)) == 15
     assert "harness_out_of_memory" in categories.ALL  # the harness's problem, not the kernel's
+    assert set(categories.HARNESS_FAILURES) == {"harness_out_of_memory", "harness_error"} <= set(categories.ALL)
     assert "timing_escape" in categories.ALL and "stale_output" in categories.ALL
 
 

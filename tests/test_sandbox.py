@@ -97,6 +97,16 @@ def run_check(kernel, check, shape, params, options, facts):
         raise pytest.UsageError("--fake-option: bad value; try 1")
     elif check == "bug":
         raise ValueError("a bug in the check itself")
+    elif check == "harness_bug":  # pytest-gemm's own code raises: here, bad arguments to a judge
+        from pytest_gemm.judges.inputs import exact_inputs
+        exact_inputs(0, 1, 1)
+    elif check == "bad_declaration":  # pytest-gemm's own code rejects what the kernel declared
+        from pytest_gemm.model.contract import parse_signature
+        parse_signature("A,B,X")
+    elif check == "harness_bug_in_kernel_call":  # the same, raised while the kernel's call ran
+        from pytest_gemm.checks.sandbox_child import KernelCall
+        from pytest_gemm.judges.inputs import exact_inputs
+        KernelCall(exact_inputs)(0, 1, 1)
     elif check == "cuda_error":
         raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
     else:
@@ -211,12 +221,31 @@ def test_a_usage_error_crosses_as_a_usage_error(sandbox: SandboxClient):
         run(sandbox, "usage")
 
 
-def test_a_bug_in_a_check_is_a_launch_error_with_its_traceback(sandbox: SandboxClient):
+def test_an_exception_outside_pytest_gemm_is_a_launch_error_with_its_traceback(sandbox: SandboxClient):
+    # raised in a file of the user's side (here the test hook): the kernel's launch_error
     with pytest.raises(GemmCheckFailure) as info:
         run(sandbox, "bug")
     assert info.value.category == cat.LAUNCH_ERROR
     assert "ValueError: a bug in the check itself" in info.value.summary
     assert any("fake_dispatch.py" in d for d in info.value.details), info.value.details
+
+
+def test_an_exception_of_pytest_gemm_itself_is_a_harness_error(sandbox: SandboxClient):
+    # raised inside pytest-gemm's package, not during the kernel's call: our bug, no verdict
+    with pytest.raises(GemmCheckFailure) as info:
+        run(sandbox, "harness_bug")
+    assert info.value.category == cat.HARNESS_ERROR
+    assert "a bug in pytest-gemm" in info.value.summary and "ValueError" in info.value.summary
+    assert any("inputs.py" in d for d in info.value.details), info.value.details
+    assert run(sandbox, "ok")["kernel"] == "fake"  # the same process goes on
+
+
+@pytest.mark.parametrize("check", ["harness_bug_in_kernel_call", "bad_declaration"])
+def test_an_exception_during_the_kernels_call_or_about_its_declaration_is_the_kernels(sandbox: SandboxClient,
+                                                                                      check: str):
+    with pytest.raises(GemmCheckFailure) as info:
+        run(sandbox, check)
+    assert info.value.category == cat.LAUNCH_ERROR
 
 
 def test_a_cuda_error_is_a_fault_and_the_next_check_gets_a_fresh_process(sandbox: SandboxClient):

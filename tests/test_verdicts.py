@@ -169,6 +169,34 @@ def test_the_harness_running_out_of_memory_is_not_the_kernels_failure():
     assert results["extra_data"]["pytest_gemm"]["failure_categories"] == []
 
 
+def test_an_exception_of_pytest_gemm_itself_is_not_the_kernels_failure():
+    """harness_error (the sandbox's verdict on an exception raised in pytest-gemm's own code,
+    outside the kernel's launch): no root cause, a note that says whose bug; the case earns nothing."""
+    from pytest_gemm.grading.gradescope import build_results
+    from pytest_gemm.outputs.records import KernelResult
+
+    checks = [rec("exact"), fail("coverage", "harness_error", (17, 33, 65))]
+    v = kernel_verdict(checks)
+    assert v.status == "incomplete" and v.primary_category is None
+    assert "a bug in pytest-gemm" in v.notes[0] and "coverage 17x33x65" in v.notes[0]
+    assert timing_trusted(KernelResult("k", "fp32", checks))
+    # with a failure of the kernel's own, that one is the root cause and the note stays
+    v = kernel_verdict(checks + [fail("exact", "wrong_values", (8, 8, 8))])
+    assert v.status == "failed" and v.primary_category == "wrong_values" and v.consequences == []
+    assert any("a bug in pytest-gemm" in n for n in v.notes)
+    results = build_results([
+        dict(kernel="k", precision="fp32", check="exact", shape=[8, 8, 8], params={}, outcome="passed"),
+        dict(kernel="k", precision="fp32", check="coverage", shape=[17, 33, 65], params={}, outcome="failed",
+             category="harness_error", message="[harness_error] coverage: pytest-gemm's own code raised")])
+    coverage = next(t for t in results["tests"] if t["name"].startswith("coverage"))
+    # no verdict on the kernel, but a case that could not run earns nothing (a kernel must not be
+    # able to turn its failing cases into uncounted ones by breaking the harness)
+    assert coverage["score"] == 0 and "harness_error" in coverage["tags"]
+    assert "[harness_error] coverage: pytest-gemm's own code raised" in coverage["output"]
+    assert results["extra_data"]["pytest_gemm"]["failure_categories"] == []
+    assert results["extra_data"]["pytest_gemm"]["verdict"] == "incomplete"
+
+
 def test_work_off_the_callers_stream_explains_the_rest():
     """own_stream on the H200 (2026-12-01): the launch check caught its stream; exact then saw C
     unwritten, because the launcher's work raced the harness's upload of C."""

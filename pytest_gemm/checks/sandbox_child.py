@@ -179,6 +179,31 @@ def _die_with_parent() -> None:
         pass
 
 
+def _library_dirs() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
+
+
+def raised_in_pytest_gemm(exc: BaseException) -> bool:
+    """The innermost frame of ``exc`` that is neither the standard library nor an installed
+    library (NumPy, CuPy: their frames do not say whose call went wrong) lies in pytest-gemm's
+    own package. A kernel's module, a launcher, a grid or shared-memory callable, a test hook:
+    anything else is the kernel's side."""
+    ours = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+    libraries = _library_dirs()
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if not os.path.isabs(frame.filename):  # "<string>", Cython's relative .pyx names: a library's
+            continue
+        path = os.path.realpath(frame.filename)
+        if path.startswith(ours):
+            return True
+        if not path.startswith(libraries):
+            return False
+    return False
+
+
 def _failure_reply(request: dict[str, Any], exc: BaseException, facts: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """(the reply for an exception, whether the child must end after sending it)."""
     what = request.get("check") or request["op"]
@@ -202,6 +227,16 @@ def _failure_reply(request: dict[str, Any], exc: BaseException, facts: dict[str,
                  "details": failure.details, "facts": facts, "restart": True}, True)
     cuda = cat.is_cuda_error(exc)
     where = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    from ..model.contract import GemmSpecError
+
+    declaration = any(isinstance(e, GemmSpecError) for e in _chain(exc))  # the kernel's declaration is wrong
+    if request.get("op") == "check" and not (cuda or declaration or raised_by_kernel(exc)) and raised_in_pytest_gemm(exc):
+        # not the kernel's failure: blaming it would give it a root cause it does not have
+        return ({"status": "fail", "category": cat.HARNESS_ERROR,
+                 "summary": f"{what}: pytest-gemm's own code raised {where}, outside the kernel's launch: a bug "
+                            "in pytest-gemm, not a verdict on the kernel; please report it with these lines",
+                 "details": traceback.format_exc().splitlines()[-8:],
+                 "facts": facts, "restart": False}, False)
     return ({"status": "fail", "category": cat.FAULT if cuda else cat.LAUNCH_ERROR,
              "summary": f"{what} raised {where}",
              "details": [] if cuda else traceback.format_exc().splitlines()[-8:],

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 from ..checks import registry
 from ..measure.quiet import busy_note
+from ..model.categories import HARNESS_OUT_OF_MEMORY
 from ..outputs.records import NO_GPU_PREFIX, UNTRUSTED_TIMING, kernel_results, timing_trusted
 from .config import (CHECKS, DEFAULT_WEIGHTS, VISIBILITIES, GradingConfig, user_test_record,  # noqa: F401
                      visibility_from_marker, weight_from_marker)
@@ -126,8 +127,11 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
     """(the Gradescope test, the machine-readable tally)."""
     weight = _group_weight(g, config)
     passed = [r for r in g.records if r.get("outcome") == "passed"]
-    # the harness's own out-of-memory is no verdict on the kernel: not counted, like a skip
-    harness = [r for r in g.records if r.get("category") == "harness_out_of_memory"]
+    # the harness's own out-of-memory is no verdict on the kernel: not counted, like a skip (a
+    # class run grades such a student again, alone). A harness_error (an exception of
+    # pytest-gemm's own) is no verdict either, but its case earns nothing: a kernel that broke
+    # the harness on purpose must not turn its failing cases into uncounted ones.
+    harness = [r for r in g.records if r.get("category") == HARNESS_OUT_OF_MEMORY]
     failed = [r for r in g.records if r.get("outcome") == "failed" and r not in harness]
     skipped = [r for r in g.records if r.get("outcome") == "skipped"] + harness
     ran = passed + failed
@@ -196,7 +200,7 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
         "name": name, "score": score, "max_score": weight,
         "status": "passed" if ran and not failed else "failed",
         "output": "\n".join(lines), "visibility": _group_visibility(g, config),
-        "tags": [g.check] + categories + (["harness_out_of_memory"] if harness else []),
+        "tags": [g.check] + categories + ([HARNESS_OUT_OF_MEMORY] if harness else []),
     }
     tally = {"score": score, "max_score": weight, "passed": len(passed), "failed": len(failed),
              "skipped": len(skipped),

@@ -21,6 +21,11 @@ BETA_ZERO_READS_C = "beta_zero_reads_c"
 # The test harness (not the kernel) ran out of GPU memory, after freeing and retrying once:
 # the check could not be run, which is no verdict on the kernel.
 HARNESS_OUT_OF_MEMORY = "harness_out_of_memory"
+# pytest-gemm's own code raised while the kernel was not running (a bug of ours, not the
+# kernel's): the check could not be run, which is no verdict on the kernel either.
+HARNESS_ERROR = "harness_error"
+# Failures of the harness, not of the kernel: never a root cause, never counted against it.
+HARNESS_FAILURES: tuple[str, ...] = (HARNESS_OUT_OF_MEMORY, HARNESS_ERROR)
 
 ALL: tuple[str, ...] = (
     WRONG_VALUES,
@@ -37,6 +42,7 @@ ALL: tuple[str, ...] = (
     STALE_OUTPUT,
     BETA_ZERO_READS_C,
     HARNESS_OUT_OF_MEMORY,
+    HARNESS_ERROR,
 )
 
 
@@ -72,7 +78,7 @@ __all__ = [
     "WRONG_VALUES", "UNWRITTEN_OUTPUT", "OUT_OF_BOUNDS_WRITE", "INPUT_MODIFIED", "NONDETERMINISTIC",
     "PRECISION_TOO_LOW", "FAULT", "TIMEOUT", "COMPILE_ERROR", "LAUNCH_ERROR", "TIMING_ESCAPE", "STALE_OUTPUT",
     "BETA_ZERO_READS_C",
-    "HARNESS_OUT_OF_MEMORY",
+    "HARNESS_OUT_OF_MEMORY", "HARNESS_ERROR", "HARNESS_FAILURES",
 ]
 
 

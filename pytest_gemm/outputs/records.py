@@ -226,18 +226,23 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
     - compiled only: nothing failed, the compile checks passed and the GPU checks were
       skipped for want of a GPU.
     - incomplete: nothing failed, but no correctness check ran (only launch or timing), or the
-      harness ran out of GPU memory in some check (``harness_out_of_memory``: not the kernel's
-      failure, never its root cause).
+      harness could not run some check (``harness_out_of_memory``, or ``harness_error``: its own
+      code raised outside the kernel's launch): not the kernel's failure, never its root cause.
     - skipped: nothing ran.
     """
     notes = []
     if any(r.check == "beta_zero" and r.passed and r.facts.get("blas_beta_zero") is False for r in checks):
         notes.append("declared beta_zero=\"reads_c\": reads C when beta == 0, so it is not BLAS-conformant there")
-    harness = [r for r in checks if r.failed and r.category == cat.HARNESS_OUT_OF_MEMORY]
-    if harness:  # the harness's failure, not the kernel's: those checks did not run
-        notes.append(f"{len(harness)} check(s) could not run: the test harness ran out of GPU memory "
-                     f"(first {harness[0].where}); no verdict on the kernel there")
-    failed = [r for r in checks if r.failed and r.category != cat.HARNESS_OUT_OF_MEMORY]
+    harness = [r for r in checks if r.failed and r.category in cat.HARNESS_FAILURES]
+    oom = [r for r in harness if r.category == cat.HARNESS_OUT_OF_MEMORY]
+    bugs = [r for r in harness if r.category == cat.HARNESS_ERROR]
+    if oom:  # the harness's failure, not the kernel's: those checks did not run
+        notes.append(f"{len(oom)} check(s) could not run: the test harness ran out of GPU memory "
+                     f"(first {oom[0].where}); no verdict on the kernel there")
+    if bugs:
+        notes.append(f"{len(bugs)} check(s) could not run: pytest-gemm's own code raised outside the kernel's "
+                     f"launch (first {bugs[0].where}): a bug in pytest-gemm; no verdict on the kernel there")
+    failed = [r for r in checks if r.failed and r.category not in cat.HARNESS_FAILURES]
     if failed:
         category = _primary(failed, checks)
         candidates = [r for r in failed if r.category == category] or \
@@ -268,7 +273,7 @@ def timing_trusted(result: KernelResult) -> bool:
     speed check's timing untrustworthy, and neither does reading C at beta == 0 (the kernel is
     right on finite C; it is ranked, marked)."""
     for r in result.checks:
-        if r.failed and r.category in (cat.BETA_ZERO_READS_C, cat.HARNESS_OUT_OF_MEMORY):
+        if r.failed and (r.category == cat.BETA_ZERO_READS_C or r.category in cat.HARNESS_FAILURES):
             continue  # BLAS's beta == 0 rule alone (right on finite C); the harness's own failure
         if r.failed and (r.check not in TIMED_CHECKS or r.category in UNTRUSTED_TIMING):
             return False
