@@ -24,7 +24,8 @@ HARNESS_OUT_OF_MEMORY = "harness_out_of_memory"
 # pytest-gemm's own code raised while the kernel was not running (a bug of ours, not the
 # kernel's): the check could not be run, which is no verdict on the kernel either.
 HARNESS_ERROR = "harness_error"
-# Failures of the harness, not of the kernel: never a root cause, never counted against it.
+# Failures of the harness, not of the kernel: never a root cause (records.py). Gradescope does
+# not count a harness_out_of_memory case and gives a harness_error case no points (gradescope.py).
 HARNESS_FAILURES: tuple[str, ...] = (HARNESS_OUT_OF_MEMORY, HARNESS_ERROR)
 
 ALL: tuple[str, ...] = (

@@ -273,8 +273,10 @@ def timing_trusted(result: KernelResult) -> bool:
     speed check's timing untrustworthy, and neither does reading C at beta == 0 (the kernel is
     right on finite C; it is ranked, marked)."""
     for r in result.checks:
-        if r.failed and (r.category == cat.BETA_ZERO_READS_C or r.category in cat.HARNESS_FAILURES):
+        if r.failed and r.category in (cat.BETA_ZERO_READS_C, cat.HARNESS_OUT_OF_MEMORY):
             continue  # BLAS's beta == 0 rule alone (right on finite C); the harness's own failure
+        # (a harness_error is not: a check that could not run vouches for nothing, and a kernel
+        # could raise one on purpose)
         if r.failed and (r.check not in TIMED_CHECKS or r.category in UNTRUSTED_TIMING):
             return False
     return True
