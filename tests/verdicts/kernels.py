@@ -7,6 +7,7 @@ their own streams, a Triton matmul with tl.dot's defaults), not the way this pro
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -131,6 +132,7 @@ def patches_timer(a, b, c):
 
 
 #: torch launchers, checked where torch imports (tests/test_verdicts_gpu.py adds them then)
+@functools.cache
 def _triton_matmul():
     """A Triton matmul written as a Triton user writes one: masked block loads, tl.dot, fp32
     accumulator, launched on torch's stream (here the caller's). Built on first use: Triton is
@@ -169,13 +171,8 @@ def _triton_matmul():
     return launch
 
 
-_TRITON: list = []
-
-
 def _triton(a, b, c, bf16=False):
-    if not _TRITON:
-        _TRITON.append(_triton_matmul())
-    _TRITON[0](a, b, c, bf16)
+    _triton_matmul()(a, b, c, bf16)
 
 
 @kernel(name="triton_fp16", precision="fp16")

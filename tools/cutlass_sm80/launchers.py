@@ -28,13 +28,20 @@ def _library() -> ctypes.CDLL:
     return _lib
 
 
+def _entry(config: str):
+    """The library's function for ``config``, its C signature declared once (not in the timed call)."""
+    fn = getattr(_library(), f"gemm_cutlass_sm80_{config}")
+    if fn.argtypes is None:
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
+    return fn
+
+
 def _launcher(config: str):
     def run(a, b, c):
         import cupy
 
-        fn = getattr(_library(), f"gemm_cutlass_sm80_{config}")
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
+        fn = _entry(config)
         m, k = a.shape
         n = b.shape[1]
         status = fn(a.data.ptr, b.data.ptr, c.data.ptr, m, n, k, cupy.cuda.get_current_stream().ptr)
