@@ -49,3 +49,23 @@ def test_user_hooks_receive_each_kernel_result_and_the_report(pytester: pytest.P
     assert seen[0][:2] == ["kernel", "tiny"] and seen[-1][0] == "report" and seen[-1][2] == ["tiny"]
     xml = (pytester.path / "out.xml").read_text()
     assert 'name="gemm:tiny:verdict"' in xml
+
+
+def test_each_junit_test_case_carries_its_check_record(pytester: pytest.Pytester):
+    """docs/report-schema.md: each test case keeps its ``gemm_result`` record (pytest's junitxml
+    writes the teardown report's properties; the record is put there too), once per test case."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    pytester.makepyfile(mine=KERNEL)
+    result = pytester.runpytest_subprocess("--gemm-kernel", "mine.py:tiny", "-k", "launch or exact-tiny-1x1x1",
+                                           "-p", "no:cacheprovider", "--junitxml", "out.xml")
+    assert result.ret in (0, 1), result.stdout.str()
+    cases = ET.parse(pytester.path / "out.xml").getroot().iter("testcase")
+    records = {}
+    for case in cases:
+        props = [p for p in case.iter("property") if p.get("name") == "gemm_result"]
+        assert len(props) == 1, (case.get("name"), [p.get("name") for p in case.iter("property")])
+        records[case.get("name")] = json.loads(props[0].get("value"))
+    assert {r["check"] for r in records.values()} == {"launch", "exact"}, records
+    assert all(r["kernel"] == "tiny" and "summary" in r and "details" in r for r in records.values())

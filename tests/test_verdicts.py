@@ -78,8 +78,8 @@ def test_a_tutorial_epilogue_fails_only_beta_zero_and_is_still_ranked():
     assert kernel_results([]) == {}
     from pytest_gemm.outputs.records import KernelResult
 
-    assert timing_trusted(KernelResult("k", "fp32", checks))  # right on finite C: ranked
-    assert not timing_trusted(KernelResult("k", "fp32", checks + [fail("exact", "wrong_values")]))
+    assert timing_trusted(KernelResult.of("k", "fp32", checks))  # right on finite C: ranked
+    assert not timing_trusted(KernelResult.of("k", "fp32", checks + [fail("exact", "wrong_values")]))
 
 
 def test_declared_reads_c_passes_with_a_note():
@@ -98,8 +98,8 @@ def test_compile_only_runs_are_not_passed():
 def test_a_speed_gate_does_not_untrust_a_timing_but_a_stale_output_does():
     from pytest_gemm.outputs.records import KernelResult
 
-    gate = KernelResult("k", "fp32", [rec("exact"), fail("speed", None, message="runs at 0.1 of cuBLAS")])
-    stale = KernelResult("k", "fp32", [rec("exact"), fail("speed", "stale_output")])
+    gate = KernelResult.of("k", "fp32", [rec("exact"), fail("speed", None, message="runs at 0.1 of cuBLAS")])
+    stale = KernelResult.of("k", "fp32", [rec("exact"), fail("speed", "stale_output")])
     assert timing_trusted(gate) and not timing_trusted(stale)
     assert gate.verdict.primary_category is None and gate.verdict.diagnosis == "runs at 0.1 of cuBLAS"
 
@@ -159,7 +159,7 @@ def test_the_harness_running_out_of_memory_is_not_the_kernels_failure():
     checks = [rec("exact"), fail("speed", "harness_out_of_memory", (4096, 4096, 4096))]
     v = kernel_verdict(checks)
     assert v.status == "incomplete" and v.primary_category is None and "ran out of GPU memory" in v.notes[0]
-    assert timing_trusted(KernelResult("k", "fp32", checks))
+    assert timing_trusted(KernelResult.of("k", "fp32", checks))
     results = build_results([
         dict(kernel="k", precision="fp32", check="exact", shape=[8, 8, 8], params={}, outcome="passed"),
         dict(kernel="k", precision="fp32", check="speed", shape=[8, 8, 8], params={}, outcome="failed",
@@ -179,7 +179,7 @@ def test_an_exception_of_pytest_gemm_itself_is_not_the_kernels_failure():
     v = kernel_verdict(checks)
     assert v.status == "incomplete" and v.primary_category is None
     assert "a bug in pytest-gemm" in v.notes[0] and "coverage 17x33x65" in v.notes[0]
-    assert not timing_trusted(KernelResult("k", "fp32", checks))  # not ranked: the check vouches for nothing
+    assert not timing_trusted(KernelResult.of("k", "fp32", checks))  # not ranked: the check vouches for nothing
     # with a failure of the kernel's own, that one is the root cause and the note stays
     v = kernel_verdict(checks + [fail("exact", "wrong_values", (8, 8, 8))])
     assert v.status == "failed" and v.primary_category == "wrong_values" and v.consequences == []

@@ -1,8 +1,7 @@
-"""Gradescope ``results.json`` from the conformance checks' JSON records.
+"""Gradescope ``results.json`` from the run's results (``outputs.records.RunResults``: typed
+check records, each kernel's verdict derived once) and the user's own graded tests.
 
-Pure: works on the records the plugin collects (keys kernel, precision, check,
-shape, params, outcome, category, message, plus facts such as timing and
-fraction_of_cublas), so it is tested with no GPU. The format is Gradescope's
+Pure: tested with no GPU. The format is Gradescope's
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/): one
 Gradescope test per kernel and check group ("exact (34 shapes)"), scored with
 partial credit, and a leaderboard for the submission when it is correct.
@@ -21,7 +20,7 @@ from typing import Any, Sequence
 from ..checks import registry
 from ..measure.quiet import busy_note
 from ..model.categories import HARNESS_OUT_OF_MEMORY
-from ..outputs.records import NO_GPU_PREFIX, UNTRUSTED_TIMING, kernel_results, timing_trusted
+from ..outputs.records import NO_GPU_PREFIX, UNTRUSTED_TIMING, CheckRecord, RunResults, as_records
 from .config import (CHECKS, DEFAULT_WEIGHTS, VISIBILITIES, GradingConfig, user_test_record,  # noqa: F401
                      visibility_from_marker, weight_from_marker)
 
@@ -31,28 +30,27 @@ _MAX_LINE = 300
 
 # ---- scoring ------------------------------------------------------------------------
 
-def _case_label(r: dict[str, Any]) -> str:
+def _case_label(r: CheckRecord) -> str:
     parts = []
-    if r.get("shape"):
-        parts.append("x".join(str(d) for d in r["shape"]))
-    for key, value in (r.get("params") or {}).items():
+    if r.shape:
+        parts.append("x".join(str(d) for d in r.shape))
+    for key, value in r.params.items():
         parts.append(str(value) if key in ("arch", "id") else f"{key}={value}")
-    return " ".join(parts) or str(r.get("check"))
+    return " ".join(parts) or str(r.check)
 
 
-def _first_lines(message: str | None, category: str | None) -> list[str]:
-    text = (message or "").strip() or "failed (no message)"
-    if category and not text.startswith(f"[{category}]"):
-        text = f"[{category}] {text}"
-    lines = text.splitlines()
+def _first_lines(r: CheckRecord) -> list[str]:
+    """The failure as the student reads it: ``[category] summary``, then its details."""
+    summary = r.summary or "failed (no message)"
+    lines = [f"[{r.category}] {summary}" if r.category else summary, *r.details]
     out = [line if len(line) <= _MAX_LINE else line[:_MAX_LINE] + "..." for line in lines[:_MAX_MESSAGE_LINES]]
     if len(lines) > _MAX_MESSAGE_LINES:
         out.append(f"  ... ({len(lines) - _MAX_MESSAGE_LINES} more lines)")
     return out
 
 
-def _skip_summary(skipped: list[dict[str, Any]]) -> str:
-    reasons = Counter(((r.get("message") or "").strip() or "skipped").splitlines()[0] for r in skipped)
+def _skip_summary(skipped: list[CheckRecord]) -> str:
+    reasons = Counter((f"[{r.category}] " if r.category else "") + (r.summary or "skipped") for r in skipped)
     common = reasons.most_common(3)
     if len(common) == 1:
         return common[0][0]
@@ -60,17 +58,17 @@ def _skip_summary(skipped: list[dict[str, Any]]) -> str:
     return text + ("; ..." if len(reasons) > 3 else "")
 
 
-def _speed_credit(r: dict[str, Any], threshold: float) -> float:
-    fraction = r.get("fraction_of_cublas")
-    if r.get("category") in UNTRUSTED_TIMING or not isinstance(fraction, (int, float)):
+def _speed_credit(r: CheckRecord, threshold: float) -> float:
+    fraction = r.facts.get("fraction_of_cublas")
+    if r.category in UNTRUSTED_TIMING or not isinstance(fraction, (int, float)):
         return 0.0
     return max(0.0, min(1.0, float(fraction) / threshold))
 
 
-def _noun(check: str, records: list[dict[str, Any]]) -> str:
+def _noun(check: str, records: list[CheckRecord]) -> str:
     if check == "compile":
         return "architecture" if len(records) == 1 else "architectures"
-    if any(r.get("params") for r in records):
+    if any(r.params for r in records):
         return "case" if len(records) == 1 else "cases"
     return "shape" if len(records) == 1 else "shapes"
 
@@ -79,20 +77,20 @@ def _noun(check: str, records: list[dict[str, Any]]) -> str:
 class _Group:
     kernel: str | None
     check: str
-    records: list[dict[str, Any]]
+    records: list[CheckRecord]
 
 
-def _groups(records: Sequence[dict[str, Any]], config: GradingConfig,
+def _groups(records: Sequence[CheckRecord], config: GradingConfig,
             kernels: Sequence[str] | None) -> list[_Group]:
     order: list[str | None] = []
-    by_key: dict[tuple[str | None, str], list[dict[str, Any]]] = {}
+    by_key: dict[tuple[str | None, str], list[CheckRecord]] = {}
     for r in records:
-        k = r.get("kernel")
+        k = r.kernel
         if k is not None and kernels is not None and k not in kernels:
             continue
         if k not in order:
             order.append(k)
-        by_key.setdefault((k, r["check"]), []).append(r)
+        by_key.setdefault((k, r.check), []).append(r)
     if kernels is not None:  # kernels under test with no record at all still get their tests
         order = [k for k in kernels] + [k for k in order if k is None]
     groups = []
@@ -113,12 +111,12 @@ def _groups(records: Sequence[dict[str, Any]], config: GradingConfig,
 
 
 def _group_weight(g: _Group, config: GradingConfig) -> float:
-    marked = [r["weight"] for r in g.records if isinstance(r.get("weight"), (int, float))]
+    marked = [r.facts["weight"] for r in g.records if isinstance(r.facts.get("weight"), (int, float))]
     return float(max(marked)) if marked else config.weight(g.check)
 
 
 def _group_visibility(g: _Group, config: GradingConfig) -> str:
-    marked = [r["visibility"] for r in g.records if r.get("visibility") in VISIBILITIES]
+    marked = [r.facts["visibility"] for r in g.records if r.facts.get("visibility") in VISIBILITIES]
     return marked[0] if marked else config.visibility_of(g.check)
 
 
@@ -126,14 +124,14 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
                  root: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the Gradescope test, the machine-readable tally)."""
     weight = _group_weight(g, config)
-    passed = [r for r in g.records if r.get("outcome") == "passed"]
+    passed = [r for r in g.records if r.passed]
     # the harness's own out-of-memory is no verdict on the kernel: not counted, like a skip (a
     # class run grades such a student again, alone). A harness_error (an exception of
     # pytest-gemm's own) is no verdict either, but its case earns nothing: a kernel that broke
     # the harness on purpose must not turn its failing cases into uncounted ones.
-    harness = [r for r in g.records if r.get("category") == HARNESS_OUT_OF_MEMORY]
-    failed = [r for r in g.records if r.get("outcome") == "failed" and r not in harness]
-    skipped = [r for r in g.records if r.get("outcome") == "skipped"] + harness
+    harness = [r for r in g.records if r.category == HARNESS_OUT_OF_MEMORY]
+    failed = [r for r in g.records if r.failed and r not in harness]
+    skipped = [r for r in g.records if r.outcome == "skipped"] + harness
     ran = passed + failed
     label = registry.get(g.check).display if g.check in registry.BY_NAME else g.check
     lines: list[str] = []
@@ -160,13 +158,13 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
         if skipped:
             lines.append(f"{len(skipped)} skipped (not counted): {_skip_summary(skipped)}")
     for r in g.records:
-        if g.check == "speed" and isinstance(r.get("timing"), dict) and r.get("outcome") != "skipped":
-            t = r["timing"]
-            frac = r.get("fraction_of_cublas")
+        if g.check == "speed" and isinstance(r.facts.get("timing"), dict) and r.outcome != "skipped":
+            t = r.facts["timing"]
+            frac = r.facts.get("fraction_of_cublas")
             frac_text = f", {frac:.3f} x cuBLAS" if isinstance(frac, (int, float)) else ""
             lines.append(f"{_case_label(r)}: {t.get('tflops', 0):.2f} TFLOP/s, median "
                          f"{t.get('median_ms', 0):.3f} ms{frac_text}")
-            busy = busy_note(r.get("gpu_quiet"))
+            busy = busy_note(r.facts.get("gpu_quiet"))
             if busy:
                 lines.append(f"  note: {busy}")
     if failed and root is not None and root.status == "failed":
@@ -181,7 +179,7 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
         lines.append("")
         lines.append(f"failures ({len(failed)}):")
         for r in failed[:config.max_failures_listed]:
-            first = _first_lines(r.get("message"), r.get("category"))
+            first = _first_lines(r)
             lines.append(f"- {_case_label(r)}: {first[0]}")
             lines.extend(f"    {line.strip()}" for line in first[1:])
         if len(failed) > config.max_failures_listed:
@@ -195,7 +193,7 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
     name = f"{label}{count}"
     if prefix and g.kernel:
         name = f"{g.kernel}: {name}"
-    categories = sorted({r.get("category") or "failed" for r in failed})
+    categories = sorted({r.category or "failed" for r in failed})
     test: dict[str, Any] = {
         "name": name, "score": score, "max_score": weight,
         "status": "passed" if ran and not failed else "failed",
@@ -204,42 +202,44 @@ def _score_group(g: _Group, config: GradingConfig, prefix: bool,
     }
     tally = {"score": score, "max_score": weight, "passed": len(passed), "failed": len(failed),
              "skipped": len(skipped),
-             "wall_s": sum(float(r.get("wall_s") or 0.0) for r in g.records)}  # where a student's time went
+             "wall_s": sum(float(r.wall_s or 0.0) for r in g.records)}  # where a student's time went
     return test, tally
 
 
-def _no_gpu_reason(records: Sequence[dict[str, Any]]) -> str | None:
+def _no_gpu_reason(records: Sequence[CheckRecord]) -> str | None:
     for r in records:
-        message = (r.get("message") or "").strip()
-        if r.get("outcome") == "skipped" and message.startswith(NO_GPU_PREFIX):
-            return message.splitlines()[0]
+        if r.skipped_for_no_gpu:
+            return r.summary
     return None
 
 
-def _where(r: dict[str, Any]) -> str:
-    return " ".join([str(r.get("check"))] + ([_case_label(r)] if r.get("shape") or r.get("params") else []))
+def _where(r: CheckRecord) -> str:
+    return " ".join([str(r.check)] + ([_case_label(r)] if r.shape or r.params else []))
 
 
-def _best_timing(records: Sequence[dict[str, Any]], kernel: str) -> dict[str, Any] | None:
-    timed = [r for r in records if r.get("kernel") == kernel and r.get("check") == "speed"
-             and isinstance(r.get("timing"), dict) and r.get("category") not in UNTRUSTED_TIMING]
-    return max(timed, key=lambda r: r["timing"].get("tflops", 0.0)) if timed else None
+def _best_timing(records: Sequence[CheckRecord], kernel: str) -> CheckRecord | None:
+    timed = [r for r in records if r.kernel == kernel and r.check == "speed"
+             and isinstance(r.facts.get("timing"), dict) and r.category not in UNTRUSTED_TIMING]
+    return max(timed, key=lambda r: r.facts["timing"].get("tflops", 0.0)) if timed else None
 
 
-def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | None = None, *,
+def build_results(records: Any, config: GradingConfig | None = None, *, graded: Sequence[Any] = (),
                   kernels: Sequence[str] | None = None, execution_time: float | None = None) -> dict[str, Any]:
     """Gradescope's results.json as a dict.
 
-    ``kernels``: the names of the kernels under test, the submission first (default:
-    every kernel in the records, in order of appearance); other kernels' records (the
-    reference ladder) are ignored. Each kernel gets one test per check group; user
-    tests (records whose kernel is None, check is a node id) get one test each.
+    ``records``: the run's ``RunResults`` (or check records to build one from); ``graded``: the
+    user's own tests marked ``gemm_weight`` / ``gemm_visibility`` (records whose kernel is None,
+    their check a node id; they may also come among ``records``), one Gradescope test each.
+    ``kernels``: the names of the kernels under test, the submission first (default: every
+    kernel in the records, in order of appearance); other kernels' records (the reference
+    ladder) are ignored. Each kernel gets one test per check group.
     """
     config = config or GradingConfig()
-    records = [r for r in records if isinstance(r, dict) and r.get("check")]
+    run = RunResults.build(records)
+    records = [r for r in (*run.records, *as_records(graded)) if r.check]
     groups = _groups(records, config, kernels)
     graded = [k for k in dict.fromkeys(g.kernel for g in groups) if k is not None]
-    results = kernel_results(r for r in records if r.get("kernel") is not None)
+    results = run.kernels
     tests, checks = [], {}
     for g in groups:
         root = results[g.kernel].verdict if g.kernel in results else None
@@ -260,7 +260,7 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
     elif submission is None:
         lines.append(f"pytest-gemm: {score:g} / {max_score:g} points")
     else:
-        precision = next((r.get("precision") for r in records if r.get("kernel") == submission), None)
+        precision = next((r.precision for r in records if r.kernel == submission), None)
         lines.append(f"pytest-gemm: kernel {submission!r}" + (f" ({precision})" if precision else "")
                      + f": {score:g} / {max_score:g} points")
     if no_gpu:
@@ -280,7 +280,7 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
         verdict = result_of.verdict if result_of is not None else None
         blas_rule_only = verdict is not None and verdict.primary_category == "beta_zero_reads_c" \
             and not verdict.consequences
-        correct = verdict is not None and (verdict.status == "passed" or blas_rule_only) and timing_trusted(result_of)
+        correct = verdict is not None and (verdict.status == "passed" or blas_rule_only) and result_of.trusted
         categories = [verdict.primary_category or "failed"] if verdict is not None and verdict.status == "failed" else []
         extra["correct"], extra["failure_categories"] = correct, categories
         if verdict is not None:
@@ -288,13 +288,14 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
                          diagnosis=verdict.diagnosis, consequences=verdict.consequences)
         best = _best_timing(records, submission)
         if best is not None:
-            extra["tflops"] = best["timing"].get("tflops")
-            extra["fraction_of_cublas"] = best.get("fraction_of_cublas")
-            extra["gpu_quiet"] = best.get("gpu_quiet")  # how long the timing waited for other processes' work
+            extra["tflops"] = best.facts["timing"].get("tflops")
+            extra["fraction_of_cublas"] = best.facts.get("fraction_of_cublas")
+            extra["gpu_quiet"] = best.facts.get("gpu_quiet")  # how long the timing waited for other processes' work
         if correct and best is not None:
-            board = [{"name": "TFLOP/s", "value": round(float(best["timing"].get("tflops", 0.0)), 3), "order": "desc"}]
-            if isinstance(best.get("fraction_of_cublas"), (int, float)):
-                board.append({"name": "fraction of cuBLAS", "value": round(float(best["fraction_of_cublas"]), 4),
+            board = [{"name": "TFLOP/s", "value": round(float(best.facts["timing"].get("tflops", 0.0)), 3),
+                      "order": "desc"}]
+            if isinstance(best.facts.get("fraction_of_cublas"), (int, float)):
+                board.append({"name": "fraction of cuBLAS", "value": round(float(best.facts["fraction_of_cublas"]), 4),
                               "order": "desc"})
             result["leaderboard"] = board
             lines.append(f"leaderboard: {board[0]['value']:g} TFLOP/s"
@@ -312,10 +313,11 @@ def build_results(records: Sequence[dict[str, Any]], config: GradingConfig | Non
     return result
 
 
-def write_results(path: str | Path, records: Sequence[dict[str, Any]], config: GradingConfig | None = None, *,
-                  kernels: Sequence[str] | None = None, execution_time: float | None = None) -> dict[str, Any]:
+def write_results(path: str | Path, records: Any, config: GradingConfig | None = None, *,
+                  graded: Sequence[Any] = (), kernels: Sequence[str] | None = None,
+                  execution_time: float | None = None) -> dict[str, Any]:
     """Build the results and write them to ``path`` (parents created); returns them."""
-    result = build_results(records, config, kernels=kernels, execution_time=execution_time)
+    result = build_results(records, config, graded=graded, kernels=kernels, execution_time=execution_time)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(result, indent=2, default=str))

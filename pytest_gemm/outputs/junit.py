@@ -1,16 +1,17 @@
-"""JUnit XML (pytest's ``--junitxml``): each check's record already travels as the test's
-``gemm_result`` property; at the end of the run each kernel's verdict and root cause are
-added as properties of the test suite (``gemm:<kernel>:verdict`` and so on)."""
+"""JUnit XML (pytest's ``--junitxml``): each check's record travels as its test case's
+``gemm_result`` property (the teardown report carries it: ``runner/results.py``); at the end of
+the run each kernel's verdict and root cause are added as properties of the test suite
+(``gemm:<kernel>:verdict`` and so on)."""
 from __future__ import annotations
 
 from typing import Any
 
-from .records import kernel_results
+from .records import RunResults
 
 
-def verdict_properties(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def verdict_properties(records: Any) -> list[tuple[str, str]]:
     props = []
-    for name, result in kernel_results(records).items():
+    for name, result in RunResults.build(records).kernels.items():
         v = result.verdict
         props.append((f"gemm:{name}:verdict", v.status))
         if v.status == "failed":
@@ -20,7 +21,7 @@ def verdict_properties(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return props
 
 
-def add_verdict_properties(config: Any, records: list[dict[str, Any]]) -> None:
+def add_verdict_properties(config: Any, records: Any) -> None:
     """Add the verdicts to the JUnit XML being written, if ``--junitxml`` is on."""
     from _pytest.junitxml import xml_key
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..measure.sweep import is_cublas, size_label
 from .sweep_table import sweep_series
@@ -46,25 +46,27 @@ def _base_name(label: str) -> str:
     return label.split(" (GPU shared", 1)[0]
 
 
-def bar_data(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def bar_data(records: Any) -> list[dict[str, Any]]:
     """The bars: every ranked kernel (``report.ranking_rows``) and, for each precision with no
     cuBLAS kernel ranked, a baseline from the speed checks' cuBLAS timings (median). Fastest first."""
+    from .records import RunResults
     from .report import ranking_rows
 
-    ranked, _ = ranking_rows(list(records))
+    run = RunResults.build(records)
+    ranked, _ = ranking_rows(run)
     bars = [{"name": row[1], "precision": row[2], "shape": row[3], "tflops": float(row[6]),
              "fraction_of_cublas": row[7], "cublas": is_cublas(_base_name(row[1])), "baseline": False}
             for row in ranked]
     covered = {b["precision"] for b in bars if b["cublas"]}
     timed = {b["name"] for b in bars}
     beside: dict[tuple[str, str], list[float]] = {}
-    for r in records:
-        cublas = r.get("cublas")
-        if (r.get("check") != "speed" or r.get("kernel") not in timed or not isinstance(cublas, dict)
+    for r in run.records:
+        cublas = r.facts.get("cublas")
+        if (r.check != "speed" or r.kernel not in timed or not isinstance(cublas, dict)
                 or not isinstance(cublas.get("tflops"), (int, float))):
             continue
-        shape = "x".join(map(str, (r.get("timing") or {}).get("shape") or r.get("shape") or []))
-        beside.setdefault((r.get("precision") or "fp32", shape), []).append(float(cublas["tflops"]))
+        shape = "x".join(map(str, (r.facts.get("timing") or {}).get("shape") or r.shape or []))
+        beside.setdefault((r.precision or "fp32", shape), []).append(float(cublas["tflops"]))
     for (precision, shape), values in beside.items():
         if precision not in covered:
             bars.append({"name": f"cuBLAS {precision} (baseline)", "precision": precision, "shape": shape,
@@ -151,10 +153,13 @@ def _draw_empty() -> Any:
     return fig
 
 
-def plot_ranking(records: Sequence[dict[str, Any]], path: str | Path) -> str:
-    """Draw the run's timings into ``path`` (PNG, or any format matplotlib knows by the
-    suffix); returns what was drawn, in words."""
+def plot_ranking(records: Any, path: str | Path) -> str:
+    """Draw the run's timings (``records.RunResults``, or records) into ``path`` (PNG, or any
+    format matplotlib knows by the suffix); returns what was drawn, in words."""
+    from .records import RunResults
+
     require_matplotlib()
+    records = RunResults.build(records)
     sizes, series = sweep_series(records)
     if series:
         fig, what = _draw_lines(sizes, series), f"TFLOP/s of {len(series)} kernels over {len(sizes)} sizes"

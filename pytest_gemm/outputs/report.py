@@ -1,7 +1,8 @@
-"""The ranking table (terminal summary) and the JSON report, from the check records.
+"""The ranking table (terminal summary) and the JSON report, from the run's results
+(``records.RunResults``, built once; a list of records is built into one here).
 
-Pure: works on the list of JSON records collected from every check, so it is
-tested with no GPU.
+Pure: tested with no GPU. The report's layout is ``report.schema.json`` beside this file
+(``report_schema.py`` validates against it).
 """
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .records import kernel_results, timing_trusted
+from .records import CheckRecord, RunResults
+
+Results = Any  # RunResults, or records (CheckRecord or their JSON form) to build one from
 
 SCHEMA_VERSION = 2  # 2: verdict, primary_category, diagnosis, consequences, notes per kernel (docs/report-schema.md)
 
@@ -24,13 +27,13 @@ def _timing_entry(r: Any) -> dict[str, Any]:
             "gpu_busy": (r.facts.get("gpu_quiet") or {}).get("quiet") is False}
 
 
-def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def kernel_summaries(records: Results) -> dict[str, dict[str, Any]]:
     """Per kernel, as the JSON report keeps it: precision, verdict with its root cause, every
     check's outcome, resources, timings, sweep (``records.KernelResult`` is the typed form)."""
     from ..measure.sweep import report_entries
 
     kernels: dict[str, dict[str, Any]] = {}
-    for name, result in kernel_results(records).items():
+    for name, result in RunResults.build(records).kernels.items():
         verdict = result.verdict
         k: dict[str, Any] = {"name": name, "precision": result.precision, "verdict": verdict.status,
                              "primary_category": verdict.primary_category, "diagnosis": verdict.diagnosis,
@@ -41,11 +44,12 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
             k["ladder"] = True  # a reference rung timed for the ranking, not a kernel under test
         for r in result.checks:
             entry = {"check": r.check, "shape": r.shape, "params": r.params, "outcome": r.outcome,
-                     "category": r.category, "message": r.message}
+                     "category": r.category, "summary": r.summary, "details": list(r.details),
+                     "message": r.message}
             if r.requested_shape:
                 entry["requested_shape"] = r.requested_shape
-            if "wall_s" in r.facts:
-                entry["wall_s"] = r.facts["wall_s"]
+            if r.wall_s is not None:
+                entry["wall_s"] = r.wall_s
             k["checks"].append(entry)
             if isinstance(r.facts.get("timing"), dict):
                 k["timings"].append(_timing_entry(r))
@@ -55,12 +59,12 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     return kernels
 
 
-def ranking_rows(records: list[dict[str, Any]]) -> tuple[list[list[Any]], list[list[Any]]]:
+def ranking_rows(records: Results) -> tuple[list[list[Any]], list[list[Any]]]:
     """(ranked rows, unranked rows with the root cause): ranked only when ``timing_trusted``."""
     ranked, unranked = [], []
-    for result in kernel_results(records).values():
+    for result in RunResults.build(records).kernels.values():
         res = result.resources
-        if not timing_trusted(result):
+        if not result.trusted:
             v = result.verdict
             unranked.append([result.name, result.precision, v.primary_category or "failed",
                              _clip(v.diagnosis or "", 100)])
@@ -88,7 +92,7 @@ HEADERS = ["rank", "kernel", "precision", "shape", "median ms", "spread", "TFLOP
            "regs", "spills", "occupancy"]
 
 
-def ranking_table(records: list[dict[str, Any]]) -> list[str]:
+def ranking_table(records: Results) -> list[str]:
     from tabulate import tabulate
 
     ranked, unranked = ranking_rows(records)
@@ -106,60 +110,61 @@ def ranking_table(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def compile_table(records: list[dict[str, Any]]) -> list[str]:
+def compile_table(records: Results) -> list[str]:
     """Compile-only checks: one row per kernel and architecture with ptxas' resource figures."""
     from tabulate import tabulate
 
     rows = []
-    for r in records:
-        if r.get("check") != "compile" or r["outcome"] == "skipped":
+    for r in RunResults.build(records).records:
+        if r.check != "compile" or r.outcome == "skipped":
             continue
-        res = r.get("resources") or {}
-        rows.append([r["kernel"], (r.get("params") or {}).get("arch"), res.get("registers", ""),
+        res = r.facts.get("resources") or {}
+        rows.append([r.kernel, r.params.get("arch"), res.get("registers", ""),
                      (res.get("spill_stores", 0) + res.get("spill_loads", 0)) if res else "",
                      res.get("stack_frame", ""), res.get("shared_static", ""),
-                     r["outcome"] if not r.get("category") else f"{r['outcome']} ({r['category']})"])
+                     r.outcome if not r.category else f"{r.outcome} ({r.category})"])
     if not rows:
         return []
     return tabulate(rows, headers=["kernel", "arch", "registers", "spill bytes", "stack bytes",
                                    "static smem bytes", "outcome"], tablefmt="simple").splitlines()
 
 
-def summary_lines(st: Any, config: Any) -> list[str]:
+def summary_lines(st: Any, config: Any, run: Results | None = None) -> list[str]:
     from ..measure.roofs import combine_roofs, roofs_summary
     from .sweep_table import sweep_table
 
-    records = st.results
-    table = compile_table(records) + ranking_table(records) + sweep_table(records)
-    roofs = roofs_summary(combine_roofs(r.get("roofs") for r in records))
+    run = RunResults.build(st.results if run is None else run)
+    records = run.records
+    table = compile_table(run) + ranking_table(run) + sweep_table(run)
+    roofs = roofs_summary(combine_roofs(r.facts.get("roofs") for r in records))
     table += [roofs] if roofs else []
-    table += sorted({f"device: {w}" for r in records for w in r.get("device_warnings") or ()})
-    table += verdict_lines(records)
-    failures = [r for r in records if r["outcome"] == "failed"]
+    table += sorted({f"device: {w}" for r in records for w in r.facts.get("device_warnings") or ()})
+    table += verdict_lines(run)
+    failures = [r for r in records if r.failed]
     notes = list(getattr(st, "notes", None) or [])  # e.g. where --gemm-plot drew the ranking
     if not table and not failures and not notes:
         return []
     lines = ["", "=" * 20 + " pytest-gemm " + "=" * 20]
     lines += table + notes
     if failures:
-        lines += root_cause_lines(records)
+        lines += root_cause_lines(run)
     return lines
 
 
-def verdict_lines(records: list[dict[str, Any]]) -> list[str]:
+def verdict_lines(records: Results) -> list[str]:
     """Kernels under test whose run did not test everything: never shown as passed."""
     lines = []
-    for name, result in kernel_results(records).items():
+    for name, result in RunResults.build(records).kernels.items():
         v = result.verdict
         if v.status in ("compiled only", "incomplete") and not result.ladder:
             lines.append(f"{name}: {v.status}" + (f" ({'; '.join(v.notes)})" if v.notes else ""))
     return lines
 
 
-def root_cause_lines(records: list[dict[str, Any]]) -> list[str]:
+def root_cause_lines(records: Results) -> list[str]:
     """Each failing kernel: its root cause and diagnosis, then what failed as a consequence."""
     lines = []
-    for name, result in kernel_results(records).items():
+    for name, result in RunResults.build(records).kernels.items():
         v = result.verdict
         if v.status != "failed":
             continue
@@ -168,22 +173,24 @@ def root_cause_lines(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def build_report(records: list[dict[str, Any]], device: dict[str, Any] | None) -> dict[str, Any]:
+def build_report(records: Results, device: dict[str, Any] | None) -> dict[str, Any]:
     from ..measure.roofs import combine_roofs
 
+    run = RunResults.build(records)
     return {"schema_version": SCHEMA_VERSION, "device": device,
-            "roofs": combine_roofs(r.get("roofs") for r in records),
-            "kernels": list(kernel_summaries(records).values())}
+            "roofs": combine_roofs(r.facts.get("roofs") for r in run.records),
+            "kernels": list(kernel_summaries(run).values())}
 
 
-def json_report(st: Any, with_device: bool = True) -> dict[str, Any]:
-    """The JSON report of a run's state (the device is probed only when asked and a GPU check ran)."""
+def json_report(run: Results, with_device: bool = True) -> dict[str, Any]:
+    """The JSON report of a run (the device is probed only when asked and a GPU check ran)."""
     from ..kernels.device import probe
 
-    ran = st.results and any(r.get("outcome") != "skipped" for r in st.results)
+    run = RunResults.build(getattr(run, "results", run))  # a GemmState is read for its records
+    ran = any(r.outcome != "skipped" for r in run.records)
     found = probe() if with_device and ran else None
     device = found.as_dict() if found is not None and not isinstance(found, str) else None
-    return build_report(st.results, device)
+    return build_report(run, device)
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:

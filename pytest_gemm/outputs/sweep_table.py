@@ -2,36 +2,32 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any, Sequence
+from typing import Any
 
 from ..measure.sweep import PRECISION_ORDER, by_size, flops_of, is_cublas, size_label
 from ..model.shapes import Shape
 
-def _failed_kernels(records: Sequence[dict[str, Any]]) -> set[str]:
-    """Kernels not to draw: ``records.timing_trusted`` says their timings cannot be ranked."""
-    from .records import kernel_results, timing_trusted
-
-    return {name for name, result in kernel_results(records).items() if not timing_trusted(result)}
-
-
-def sweep_series(records: Sequence[dict[str, Any]]) -> tuple[list[Shape], list[dict[str, Any]]]:
+def sweep_series(records: Any) -> tuple[list[Shape], list[dict[str, Any]]]:
     """(sizes smallest first, series) for the table and the plot.
 
     A series is ``{"name", "precision", "cublas", "baseline", "points": {shape: entry}}``, one per
     kernel whose sweep passed and which failed no correctness check, plus for each precision
     without a cuBLAS kernel among them a baseline series ("cuBLAS fp32 (baseline)"): the median
     of the cuBLAS timings measured beside each kernel."""
-    failed = _failed_kernels(records)
+    from .records import RunResults
+
+    run = RunResults.build(records)
+    failed = {name for name, result in run.kernels.items() if not result.trusted}  # not drawn
     series: list[dict[str, Any]] = []
     beside: dict[str, dict[Shape, list[dict[str, Any]]]] = {}
-    for r in records:
-        if r.get("check") != "sweep" or r.get("outcome") != "passed" or r.get("kernel") in failed:
+    for r in run.records:
+        if r.check != "sweep" or r.outcome != "passed" or r.kernel in failed:
             continue
-        points = {tuple(e["shape"]): e for e in r.get("sweep") or [] if isinstance(e, dict) and e.get("shape")}
+        points = {tuple(e["shape"]): e for e in r.facts.get("sweep") or [] if isinstance(e, dict) and e.get("shape")}
         if not points:
             continue
-        precision = r.get("precision") or "fp32"
-        series.append({"name": r["kernel"], "precision": precision, "cublas": is_cublas(r["kernel"]),
+        precision = r.precision or "fp32"
+        series.append({"name": r.kernel, "precision": precision, "cublas": is_cublas(r.kernel),
                        "baseline": False, "points": points})
         for shape, e in points.items():
             if e.get("cublas_median_ms"):
@@ -54,7 +50,7 @@ def sweep_series(records: Sequence[dict[str, Any]]) -> tuple[list[Shape], list[d
     return sizes, series
 
 
-def sweep_table(records: Sequence[dict[str, Any]]) -> list[str]:
+def sweep_table(records: Any) -> list[str]:
     """The terminal's "TFLOP/s by size" table (tabulate), fastest at the largest size first."""
     from tabulate import tabulate
 

@@ -19,17 +19,20 @@ from typing import Any, Iterable
 NO_GPU_PREFIX = "no usable GPU"
 
 
-def is_gpu_check(record: dict[str, Any]) -> bool:
-    return record.get("check") != "compile" and not record.get("ladder")
+def is_gpu_check(record: Any) -> bool:
+    return record.check != "compile" and not record.ladder
 
 
-def gpu_checks_not_run(records: Iterable[dict[str, Any]]) -> str | None:
+def gpu_checks_not_run(records: Iterable[Any]) -> str | None:
     """None when at least one GPU check ran (passed or failed) or none was collected; else
-    why none ran: the skip reasons, most frequent first."""
-    gpu = [r for r in records if is_gpu_check(r)]
-    if not gpu or any(r.get("outcome") in ("passed", "failed") for r in gpu):
+    why none ran: the skip reasons, most frequent first. ``records``: ``CheckRecord`` (or
+    their JSON form)."""
+    from ..outputs.records import as_records
+
+    gpu = [r for r in as_records(records) if is_gpu_check(r)]
+    if not gpu or any(r.outcome in ("passed", "failed") for r in gpu):
         return None
-    reasons = Counter(str(r.get("message") or "no reason given") for r in gpu)
+    reasons = Counter(str(r.message or "no reason given") for r in gpu)
     listed = "; ".join(f"{reason} ({count}x)" for reason, count in reasons.most_common(3))
     more = f"; and {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
     return f"no GPU check ran: all {len(gpu)} were skipped: {listed}{more}"

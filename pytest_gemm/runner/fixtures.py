@@ -100,10 +100,10 @@ def gemm_timer(gemm_device: GemmDevice) -> Any:
 @pytest.fixture
 def gemm_record(request: pytest.FixtureRequest) -> Callable[[dict], None]:
     """``record(facts)``: attach extra JSON facts (resources) to this check's result record."""
-    import json
+    from .results import record_facts
 
     def record(facts: dict) -> None:
-        request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
+        record_facts(request.node, facts)
 
     return record
 
@@ -120,16 +120,15 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
     """``run(params=None)`` runs ``gemm_case``'s check on its kernel (in the kernel's sandbox
     process) and records the facts it reports; ``params`` replaces the case's parameters.
     Skips when there is no GPU or the GPU is below the kernel's min_cc."""
-    import json
-
     from ..model.contract import unsupported_reason
     from .execution import run_in_sandbox
+    from .results import record_facts
     from .state import state
 
     kernel = gemm_case.kernel
 
     def record(facts: dict) -> None:
-        request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
+        record_facts(request.node, facts)
 
     def run(params: dict | None = None) -> dict:
         device = require_device()

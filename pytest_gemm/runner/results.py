@@ -25,8 +25,8 @@ def _category(excinfo: Any) -> str | None:
     return None
 
 
-def _outcome_message(call: pytest.CallInfo, report: pytest.TestReport) -> str | None:
-    """What a failed or skipped test said, for the records."""
+def _outcome_text(call: pytest.CallInfo, report: pytest.TestReport) -> str | None:
+    """What a failed or skipped test said, as text (a failure that is not a GemmCheckFailure)."""
     if report.failed:
         return str(call.excinfo.value) if call.excinfo else report.longreprtext[-2000:]
     if report.skipped and call.excinfo is not None:
@@ -34,8 +34,33 @@ def _outcome_message(call: pytest.CallInfo, report: pytest.TestReport) -> str | 
     return None
 
 
+def _summary_and_details(call: pytest.CallInfo, report: pytest.TestReport,
+                         category: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """A check's finding as it was raised: a GemmCheckFailure's summary and details as they are,
+    anything else split from its text."""
+    from ..model.categories import GemmCheckFailure
+    from ..outputs.records import split_message
+
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if report.failed and isinstance(exc, GemmCheckFailure):
+        return exc.summary, tuple(exc.details)
+    return split_message(_outcome_text(call, report), category)
+
+
+def record_facts(item: pytest.Item, facts: dict[str, Any]) -> None:
+    """Add facts (resources, timings...) to the record this test's check will report: kept as
+    they are until the record is built, and serialised once, with it."""
+    item.stash.setdefault(FACTS, {}).update(facts)
+
+
+FACTS = pytest.StashKey[dict]()
+
+
 def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
-    """Attach the check's result (kernel, check, shape, outcome, category) as JSON."""
+    """Attach the check's typed record (kernel, check, shape, outcome, category, summary,
+    details, facts), serialised once: it crosses xdist as this one JSON property."""
+    from ..outputs.records import CheckRecord
+
     params = item.callspec.params if hasattr(item, "callspec") else {}
     if report.when not in ("setup", "call") or (report.when == "setup" and report.passed):
         return
@@ -50,31 +75,31 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
     else:
         _annotate_graded_test(item, call, report)
         return
-    record: dict[str, Any] = {
-        "kernel": str(kernel.name), "precision": kernel.precision, "check": check,
-        "shape": shape, "params": extra, "outcome": report.outcome, "category": _category(call.excinfo),
-    }
+    category = _category(call.excinfo)
+    summary, details = _summary_and_details(call, report, category)
     requested = getattr(params.get("gemm_case"), "requested", None)
-    if requested is not None:  # run at the nearest shape the kernel claims (its multiple_of)
-        record["requested_shape"] = list(requested)
-    if report.when == "call":
-        record["wall_s"] = round(report.duration, 3)  # the test's wall time: slow checks show in the report
-    if is_ladder_entry(item.config, kernel):
-        record["ladder"] = True  # timed for the ranking only; its conformance is the ladder's own run
-    message = _outcome_message(call, report)
-    if message is not None:
-        record["message"] = message
-    for name, value in item.user_properties:
-        if name == "gemm_extra":
-            record.update(json.loads(value))
-    report.user_properties.append((RESULT_PROPERTY, json.dumps(record)))
+    record = CheckRecord(
+        kernel=str(kernel.name), precision=kernel.precision, check=check, shape=shape, params=dict(extra),
+        outcome=report.outcome, category=category, summary=summary, details=details,
+        # timed for the ranking only; its conformance is the ladder's own run
+        ladder=is_ladder_entry(item.config, kernel),
+        # run at the nearest shape the kernel claims (its multiple_of)
+        requested_shape=list(requested) if requested is not None else None,
+        # the test's wall time: slow checks show in the report
+        wall_s=round(report.duration, 3) if report.when == "call" else None,
+        facts=dict(item.stash.get(FACTS, {})))
+    value = json.dumps(record.to_dict(), default=str)
+    report.user_properties.append((RESULT_PROPERTY, value))
+    # pytest's junitxml writes the properties of the teardown report, which copies the item's:
+    # the record goes there too, and the collector reads it from the setup or call report only.
+    item.user_properties.append((RESULT_PROPERTY, value))
 
 
 def _annotate_graded_test(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
     """A user's own test marked gemm_weight / gemm_visibility: its own Gradescope test."""
     from ..grading.gradescope import user_test_record
 
-    record = user_test_record(item, report.outcome, _outcome_message(call, report), _category(call.excinfo))
+    record = user_test_record(item, report.outcome, _outcome_text(call, report), _category(call.excinfo))
     if record is not None:
         report.user_properties.append((GRADED_PROPERTY, json.dumps(record)))
 
@@ -86,11 +111,25 @@ class ResultCollector:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from ..outputs.records import CheckRecord
+
+        if report.when == "teardown":
+            return  # it carries a copy of the record for JUnit (annotate_report)
         for name, value in getattr(report, "user_properties", ()):
             if name == RESULT_PROPERTY:
-                state(self.config).results.append(json.loads(value))
+                state(self.config).results.append(CheckRecord.from_dict(json.loads(value)))
             elif name == GRADED_PROPERTY:
                 state(self.config).graded.append(json.loads(value))
+
+
+def run_results(config: pytest.Config) -> Any:
+    """The run's ``RunResults``, built once from the collected records (after the last test)."""
+    from ..outputs.records import RunResults
+
+    st = state(config)
+    if st.run is None or len(st.run) != len(st.results):
+        st.run = RunResults.build(st.results)
+    return st.run
 
 
 def terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -98,7 +137,7 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
 
     if STATE not in config.stash:
         return
-    for line in summary_lines(state(config), config):
+    for line in summary_lines(state(config), config, run_results(config)):
         terminalreporter.write_line(line)
 
 
@@ -107,15 +146,15 @@ def write_outputs(config: pytest.Config) -> None:
         return
     st = state(config)
     from ..outputs.junit import add_verdict_properties
-    from ..outputs.records import kernel_results
     from ..outputs.report import json_report, write_json
 
-    for result in kernel_results(st.results).values():
+    run = run_results(config)
+    for result in run.kernels.values():
         config.hook.pytest_gemm_kernel_result(config=config, result=result)
     path = getattr(config.option, "gemm_report", None)
-    report = json_report(st, with_device=bool(path))  # the device is named only in the written report
+    report = json_report(run, with_device=bool(path))  # the device is named only in the written report
     config.hook.pytest_gemm_report(config=config, report=report)
-    add_verdict_properties(config, st.results)
+    add_verdict_properties(config, run)
     if path:
         write_json(Path(path), report)
     plot = st.plot
@@ -123,7 +162,7 @@ def write_outputs(config: pytest.Config) -> None:
         from ..outputs.plot import plot_ranking
 
         try:
-            what = plot_ranking(st.results, Path(plot))
+            what = plot_ranking(run, Path(plot))
             st.notes.append(f"--gemm-plot: {what} drawn to {plot}")
         except Exception as exc:  # a plot must not cost the run its results
             st.notes.append(f"--gemm-plot: could not draw {plot}: {type(exc).__name__}: {exc}")
@@ -131,7 +170,6 @@ def write_outputs(config: pytest.Config) -> None:
     if gradescope:
         from ..grading.gradescope import write_results
 
-        write_results(Path(gradescope), st.results + st.graded, st.grading,
+        write_results(Path(gradescope), run, st.grading, graded=st.graded,
                       kernels=[str(k.name) for k in st.kernels] if st.user_kernels else None,
                       execution_time=time.monotonic() - st.started)
-

@@ -27,7 +27,8 @@ class GemmState:
     isolation: str = "process"
     timeout: float | None = None
     gpu_shared: bool = False           # xdist workers outnumber GPUs: timings are marked
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[Any] = field(default_factory=list)               # outputs.records.CheckRecord, as they come
+    run: Any = None                    # outputs.records.RunResults, built once at the end (results.run_results)
     sandboxes: dict[Any, Any] = field(default_factory=dict)   # kernel id (or "ladder") -> SandboxClient, LRU order
     hangs: dict[Any, Any] = field(default_factory=dict)       # (spec, index) -> checks.hangs.HangLedger
     shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
