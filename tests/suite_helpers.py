@@ -18,6 +18,19 @@ def load_declarations(path: Path, module_name: str) -> Any:
     return module
 
 
+def nvrtc_missing() -> str | None:
+    """None when NVRTC compiles here; else why not (no cuda.bindings, or libnvrtc does not load)."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return "NVRTC is not installed (no cuda.bindings); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
+    try:
+        nvrtc.nvrtcVersion()
+    except Exception as exc:  # the wheel is there but libnvrtc cannot be loaded
+        return f"NVRTC cannot be loaded ({exc}); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
+    return None
+
+
 def test_id(check: str, name: str, rest: str) -> str:
     """The conformance test id of a check on a kernel: ``exact-<name>-17x33x65``."""
     return f"{check}-{name}-{rest}" if rest else f"{check}-{name}"

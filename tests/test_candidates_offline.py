@@ -33,7 +33,7 @@ import reference_kernels
 from pytest_gemm.model.contract import CudaKernel
 from reference_kernels import candidates
 
-from suite_helpers import load_declarations
+from suite_helpers import load_declarations, nvrtc_missing
 
 pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm_nvrtc)
 
@@ -49,19 +49,9 @@ SMEM_PER_BLOCK_OPTIN_SM80 = 163 * 1024
 pc = load_declarations(TOOL, "perf_candidates")
 
 
-def _nvrtc_missing() -> str | None:
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError:
-        return "NVRTC is not installed (no cuda.bindings); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
-    try:
-        nvrtc.nvrtcVersion()
-    except Exception as exc:  # the wheel is there but libnvrtc cannot be loaded
-        return f"NVRTC cannot be loaded ({exc}); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
-    return None
 
 
-needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
 
 ALL = list(candidates.CANDIDATES.values())
 MMA = candidates.MMA_CANDIDATES

@@ -23,7 +23,7 @@ import pytest
 import reference_kernels
 from pytest_gemm.model.contract import CudaKernel
 
-from suite_helpers import load_declarations
+from suite_helpers import load_declarations, nvrtc_missing
 
 pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm_nvrtc)
 
@@ -38,19 +38,9 @@ ec = load_declarations(TOOL, "edge_cost")
 PAIRS = ec.variants()
 
 
-def _nvrtc_missing() -> str | None:
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError:
-        return "NVRTC is not installed (no cuda.bindings); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
-    try:
-        nvrtc.nvrtcVersion()
-    except Exception as exc:  # the wheel is there but libnvrtc cannot be loaded
-        return f"NVRTC cannot be loaded ({exc}); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
-    return None
 
 
-needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
 
 
 def _compile(kernel: CudaKernel, arch: str, output: str = "cubin"):

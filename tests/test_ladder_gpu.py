@@ -61,6 +61,15 @@ def _harness(kernel: CudaKernel, device: GemmDevice) -> Any:
     return harness_for(kernel, device)
 
 
+def _run(kernel: CudaKernel, device: GemmDevice, problem: Any) -> Any:
+    """One launch, under the GPU-wide lock held shared like any correctness check: the suite
+    runs of the other GPU tests (tests/gpu_runs.py) time kernels on this GPU meanwhile."""
+    from pytest_gemm.measure.gpu_lock import gpu_lock
+
+    with gpu_lock(False):
+        return _harness(kernel, device).run(problem)
+
+
 # -- cached inputs and references ---------------------------------------------
 
 @lru_cache(maxsize=None)
@@ -97,11 +106,11 @@ def _sync_bits(shape: Shape, device: GemmDevice) -> Any:
     """``pipeline-sync``'s output on the random problem, as a CuPy uint32 array."""
     import cupy
 
-    from pytest_gemm.judges.diagnose import POISON_BITS
+    from pytest_gemm.judges.sentinels import unwritten_mask
 
-    result = _harness(reference_kernels.pipeline_sync, device).run(_random_problem(shape))
+    result = _run(reference_kernels.pipeline_sync, device, _random_problem(shape))
     bits = result.c.view(cupy.uint32).copy()
-    unwritten = int((bits == POISON_BITS).sum())
+    unwritten = int(unwritten_mask(result.c, xp=cupy).sum())  # the fill value the harness left
     assert unwritten == 0, f"pipeline-sync left {unwritten} of {bits.size} outputs unwritten at {_sid(shape)}"
     return bits
 
@@ -140,7 +149,7 @@ def test_cpasync_bit_identical_to_sync(kernel: CudaKernel, shape: Shape, gemm_de
 
     _skip_below(kernel, gemm_device, "cp.async is an sm_80 instruction")
     want = _sync_bits(shape, gemm_device)
-    result = _harness(kernel, gemm_device).run(_random_problem(shape))
+    result = _run(kernel, gemm_device, _random_problem(shape))
     message = mismatch_message(result.c.view(cupy.uint32), want,
                                f"{kernel.name} vs pipeline-sync at {_sid(shape)} on uniform random inputs")
     assert message is None, message + (
@@ -164,7 +173,7 @@ def test_rung_bit_exact(kernel: CudaKernel, shape: Shape, gemm_device: GemmDevic
     _skip_below(kernel, gemm_device, "its min_cc")
     problem = _exact_problem(shape, kernel.precision)
     ref64 = _exact_reference(shape, kernel.precision)
-    result = _harness(kernel, gemm_device).run(problem)
+    result = _run(kernel, gemm_device, problem)
     want32 = ref64.astype(cupy.float32)
     if bool(cupy.array_equal(result.c.view(cupy.uint32), want32.view(cupy.uint32))):
         return

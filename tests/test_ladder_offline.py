@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from suite_helpers import nvrtc_missing
 
 import reference_kernels
 from pytest_gemm.model.contract import CudaKernel, PyKernel
@@ -35,19 +36,9 @@ REGISTERS_PER_SM = 65536
 STATIC_SHARED_LIMIT = 48 * 1024
 
 
-def _nvrtc_missing() -> str | None:
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError:
-        return "NVRTC is not installed (no cuda.bindings); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
-    try:
-        nvrtc.nvrtcVersion()
-    except Exception as exc:  # the wheel is there but libnvrtc cannot be loaded
-        return f"NVRTC cannot be loaded ({exc}); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
-    return None
 
 
-needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
 
 
 def _compile(kernel: CudaKernel, arch: str, output: str = "cubin"):

@@ -39,15 +39,9 @@ def _text(result) -> str:
     return result.stdout.str() + "\n" + result.stderr.str()
 
 
-def _gpu_reason() -> str | None:
-    """None on a machine with a usable GPU, else why not."""
-    from pytest_gemm.kernels.device import probe
-
-    found = probe()
-    return found if isinstance(found, str) else None
-
-
-needs_gpu = pytest.mark.skipif(_gpu_reason() is not None, reason=f"needs a GPU: {_gpu_reason()}")
+# GPU-only: the plugin's gemm_gpu marker skips them with the reason where no GPU is usable,
+# and tools/gpu_session.sh gpu-tests selects them (-m gemm_gpu).
+needs_gpu = pytest.mark.gemm_gpu
 
 
 def _fake_cuda(root: Path, broken: bool) -> Path:

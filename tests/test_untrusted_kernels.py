@@ -4,11 +4,12 @@ Each kernel of ``tests/untrusted/kernels.py`` faults (illegal or misaligned
 address, ``trap``), hangs (``while (true)``), ends its process (``os._exit``,
 ``sys.exit``) or cheats (work left on a side stream, results cached by address,
 work done on the first calls only, memoised copies, writes past C, zeroed
-inputs). Each runs in its own pytest subprocess (``--gemm-kernel
-tests/untrusted/kernels.py:<name>``) with ``-k`` narrowed to the cases that
-matter, and the assertions read the ``--gemm-report`` JSON: the right check
-fails with the right category and telling words, the checks the kernel passes
-still pass, and nothing else fails.
+inputs). They run together in one pytest subprocess (``--gemm-kernel
+tests/untrusted/kernels.py:<name>`` for each, ``-n 4``; the hang in one of its
+own with a short ``--gemm-timeout``; tests/gpu_runs.py), each with ``-k``
+narrowed to the cases that matter, and the assertions read the ``--gemm-report``
+JSON: the right check fails with the right category and telling words, the
+checks the kernel passes still pass, and nothing else fails.
 
 The key test runs one pytest session with a correct kernel and four kernels that
 fault, hang or exit, with ``--gemm-timeout 10``: it must finish, each failure in
@@ -19,14 +20,13 @@ Needs a GPU: skipped with the reason on a machine without one.
 """
 from __future__ import annotations
 
-import json
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gpu_runs import SuiteRun, SuiteRuns
 from suite_helpers import case_key, load_declarations, test_id
 
 pytestmark = pytest.mark.gemm_gpu
@@ -107,33 +107,19 @@ PLANS: dict[str, Plan] = {
 assert set(PLANS) == set(UNTRUSTED), f"kernels.py UNTRUSTED and PLANS differ: {set(PLANS) ^ set(UNTRUSTED)}"
 
 
-# -- running the suite ------------------------------------------------------------------
+# -- the runs: every kernel at once, the hang with a short timeout, the key test's run -----------
 
-def run_suite(pytester: pytest.Pytester, names: list[str], select: str, *, gemm_timeout: float | None,
-              timeout: int, verbose: bool = False,
-              extra: tuple[str, ...] = ()) -> tuple[Any, dict[str, dict[str, Any]], str, float]:
-    """Run the conformance suite on ``kernels.py:<name>`` for each name, with ``-k select``;
-    return (pytest result, report entries by kernel name, pytest's output, wall seconds)."""
-    report_path = pytester.path / "gemm-report.json"
-    args = [a for name in names for a in ("--gemm-kernel", f"{KERNELS_PY}:{name}")]
-    args += ["--gemm-report", str(report_path), "-p", "no:cacheprovider", "-rfEs", "-k", select,
-             "-v" if verbose else "-q"]
-    if gemm_timeout is not None:
-        args += ["--gemm-timeout", str(gemm_timeout)]
-    args += list(extra)
-    t0 = time.perf_counter()
-    result = pytester.runpytest_subprocess(*args, timeout=timeout)
-    wall = time.perf_counter() - t0
-    output = result.stdout.str() + "\n" + result.stderr.str()
-    assert result.ret not in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR,
-                              pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.INTERRUPTED), output
-    assert report_path.is_file(), f"no --gemm-report written; pytest said:\n{output}"
-    report = json.loads(report_path.read_text())
-    assert report["schema_version"] == 2
-    entries = {k["name"]: k for k in report["kernels"]}
-    for name in names:
-        assert name in entries, f"kernel {name!r} not in the report ({sorted(entries)}):\n{output}"
-    return result, entries, output, wall
+def _selection(name: str, check: str, plan: Plan) -> str:
+    """The ``-k`` expression running exactly the plan's cases (test ids: check-kernel-MxNxK[-params])."""
+    ids = [test_id(check, name, rest) for rest in plan.fail]
+    for case in plan.passes:
+        other, _, rest = case.partition("-")
+        ids.append(test_id(other, name, rest))
+    return " or ".join(dict.fromkeys(ids))
+
+
+def _run_of(name: str) -> str:
+    return "hang" if PLANS[name].gemm_timeout is not None else "untrusted"
 
 
 def _message(record: dict[str, Any]) -> str:
@@ -146,7 +132,7 @@ def assert_caught(name: str, check: str, category: str, plan: Plan, entry: dict[
 
     for rest in plan.fail:
         key = f"{check}-{rest}" if rest else check
-        assert key in records, f"{name}: {key} did not run; ran:\n{seen}\n{output}"
+        assert key in records, f"{name}: {key} did not run; ran:\n{seen}\n{output[-4000:]}"
         rec = records[key]
         assert rec["outcome"] == "failed", f"{name}: {key} must fail with {category}, but {rec['outcome']}\n{seen}"
         assert rec["category"] == category, \
@@ -157,7 +143,7 @@ def assert_caught(name: str, check: str, category: str, plan: Plan, entry: dict[
                 f"{name}: {key}: the message names none of {group}:\n{rec['message']}"
 
     for case in plan.passes:
-        assert case in records, f"{name}: {case} did not run; ran:\n{seen}\n{output}"
+        assert case in records, f"{name}: {case} did not run; ran:\n{seen}\n{output[-4000:]}"
         rec = records[case]
         assert rec["outcome"] == "passed", \
             f"{name}: {case} must pass (the kernel misbehaves in one way only), but {rec['outcome']}:\n{rec['message']}"
@@ -166,55 +152,59 @@ def assert_caught(name: str, check: str, category: str, plan: Plan, entry: dict[
         if rec["outcome"] == "failed":
             assert rec["category"] == category, \
                 f"{name}: {key} failed as {rec['category']!r}; only {category!r} is expected here:\n{rec['message']}"
-    assert entry["verdict"] == "failed" and entry["failure_categories"] == [category], entry
+    # one root cause, this one, and no other category among its failures
+    assert entry["verdict"] == "failed" and entry["primary_category"] == category \
+        and entry["consequences"] == [], entry
 
 
-def _selection(name: str, check: str, plan: Plan) -> str:
-    """The ``-k`` expression running exactly the plan's cases (test ids: check-kernel-MxNxK[-params])."""
-    ids = [test_id(check, name, rest) for rest in plan.fail]
-    for case in plan.passes:
-        other, _, rest = case.partition("-")
-        ids.append(test_id(other, name, rest))
-    return " or ".join(dict.fromkeys(ids))
+SPEED_PAIR = ("healthy", "head_start")  # an honest speed check, and one that tries a head start
+SUITE_RUNS = [
+    SuiteRun("untrusted", tuple(f"{KERNELS_PY}:{name}" for name in (*UNTRUSTED, *SPEED_PAIR) if name != "endless_loop"),
+             select=" or ".join([*(f"({_selection(name, check, PLANS[name])})" for name, (_, _, check)
+                                   in UNTRUSTED.items() if _run_of(name) == "untrusted"),
+                                 *(f"speed-{name}" for name in SPEED_PAIR)]),
+             options=("-n", "4"), timeout=330),
+    SuiteRun("hang", (f"{KERNELS_PY}:endless_loop",), select=_selection("endless_loop", "exact", PLANS["endless_loop"]),
+             options=("--gemm-timeout", str(HANG_TIMEOUT)), timeout=330),
+]
 
 
 # -- one kernel at a time ------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", list(UNTRUSTED))
-def test_untrusted_kernel_costs_only_its_own_tests(pytester: pytest.Pytester, name: str):
+def test_untrusted_kernel_costs_only_its_own_tests(suite_runs: SuiteRuns, name: str):
     kernel, category, check = UNTRUSTED[name]
-    plan = PLANS[name]
-    result, entries, output, wall = run_suite(pytester, [name], _selection(name, check, plan),
-                                              gemm_timeout=plan.gemm_timeout, timeout=plan.timeout)
-    assert_caught(name, check, category, plan, entries[name], output)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
-    print(f"{name}: {len(entries[name]['checks'])} checks in {wall:.1f} s")
+    run = suite_runs.result(_run_of(name))
+    entry = run.entry(name)
+    assert_caught(name, check, category, PLANS[name], entry, run.output)
+    assert run.returncode == pytest.ExitCode.TESTS_FAILED, run.output[-4000:]
+    print(f"{name}: {len(entry['checks'])} checks; its run took {run.wall_s:.1f} s")
 
 
-def test_honest_kernel_passes_the_speed_check(pytester: pytest.Pytester):
+def test_honest_kernel_passes_the_speed_check(suite_runs: SuiteRuns):
     """No spurious timing_escape or stale_output for an honest kernel: the rotated,
     refilled inputs and the escape measurement leave a correct kernel alone."""
-    result, entries, output, _ = run_suite(pytester, ["healthy"], "speed-healthy", gemm_timeout=None, timeout=600)
-    (rec,) = [c for c in entries["healthy"]["checks"] if c["check"] == "speed"]
+    entry = suite_runs.result("untrusted").entry("healthy")
+    (rec,) = [c for c in entry["checks"] if c["check"] == "speed"]
     assert rec["outcome"] == "passed", rec.get("message")
-    (timing,) = entries["healthy"]["timings"]
+    (timing,) = entry["timings"]
     assert timing["median_ms"] > 0 and timing["tflops"] > 0, timing
-    assert result.ret == pytest.ExitCode.OK, output
+    assert entry["verdict"] == "incomplete" and entry["primary_category"] is None, entry  # timed only: not "passed"
 
 
-def test_work_started_early_on_another_stream_gets_no_head_start(pytester: pytest.Pytester):
+def test_work_started_early_on_another_stream_gets_no_head_start(suite_runs: SuiteRuns):
     """head_start grows the launch guard's wait with late launches, then starts its work on a
     side stream during that wait. The guard takes every SM, so the work cannot run before the
     start event: head_start must time like healthy (the same kernel) in the same run."""
-    result, entries, output, _ = run_suite(pytester, ["healthy", "head_start"], "speed-healthy or speed-head_start",
-                                           gemm_timeout=None, timeout=600)
+    run = suite_runs.result("untrusted")
     medians = {}
-    for name in ("healthy", "head_start"):
-        (rec,) = [c for c in entries[name]["checks"] if c["check"] == "speed"]
+    for name in SPEED_PAIR:
+        entry = run.entry(name)
+        (rec,) = [c for c in entry["checks"] if c["check"] == "speed"]
         assert rec["outcome"] == "passed", (name, rec.get("message"))
-        (timing,) = entries[name]["timings"]
+        (timing,) = entry["timings"]
         medians[name] = timing["median_ms"]
-    assert medians["head_start"] >= 0.97 * medians["healthy"], (medians, output)
+    assert medians["head_start"] >= 0.97 * medians["healthy"], (medians, run.output[-4000:])
 
 
 # -- the key test: one run, a correct kernel among faults, a hang and an exit -----------------
@@ -227,18 +217,22 @@ HEALTHY_RUN_FAILS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def test_faults_a_hang_and_an_exit_cost_only_their_own_tests(pytester: pytest.Pytester,
-                                                             record_property: Any):
-    names = [*HEALTHY_RUN_FAILS, "healthy"]  # healthy last: in each test function its cases run after the others'
-    broken = " or ".join(f"exact-{name}-{shape}" for name, (_, shapes) in HEALTHY_RUN_FAILS.items()
-                         for shape in shapes)
-    # 2048: healthy's speed check (inputs for it and for cuBLAS, two timed runs) stays well inside 10 s
-    result, entries, output, wall = run_suite(pytester, names, f"healthy or {broken}",
-                                              gemm_timeout=COMBINED_TIMEOUT, timeout=1200, verbose=True,
-                                              extra=("--gemm-bench-shape", "2048"))
+_BROKEN_CASES = " or ".join(f"exact-{name}-{shape}" for name, (_, shapes) in HEALTHY_RUN_FAILS.items()
+                           for shape in shapes)
+# healthy last: in each test function its cases run after the others'. 2048: healthy's speed check
+# (inputs for it and for cuBLAS, two timed runs) stays well inside its limit
+SUITE_RUNS.append(SuiteRun(
+    "combined", tuple(f"{KERNELS_PY}:{name}" for name in (*HEALTHY_RUN_FAILS, "healthy")),
+    select=f"healthy or {_BROKEN_CASES}",
+    options=("-v", "--gemm-timeout", str(COMBINED_TIMEOUT), "--gemm-bench-shape", "2048"), timeout=330))
+
+
+def test_faults_a_hang_and_an_exit_cost_only_their_own_tests(suite_runs: SuiteRuns, record_property: Any):
+    run = suite_runs.result("combined")
+    entries, output = run.kernels, run.output
     print(f"\none run, healthy + {', '.join(HEALTHY_RUN_FAILS)} with --gemm-timeout {COMBINED_TIMEOUT}: "
-          f"{wall:.1f} s wall")
-    record_property("gemm_untrusted_run_wall_s", round(wall, 1))
+          f"{run.wall_s:.1f} s wall")
+    record_property("gemm_untrusted_run_wall_s", round(run.wall_s, 1))
 
     # each failure in its own test, with its category
     for name, (category, shapes) in HEALTHY_RUN_FAILS.items():
@@ -254,16 +248,16 @@ def test_faults_a_hang_and_an_exit_cost_only_their_own_tests(pytester: pytest.Py
     assert not failed, "the correct kernel is hurt by the others:\n" + "\n".join(failed)
     passed = {c["check"] for c in healthy["checks"] if c["outcome"] == "passed"}
     for check in ("compile", "launch", "exact", "coverage", "guards", "deterministic", "accuracy", "speed"):
-        assert check in passed, f"no {check} check of healthy ran: {sorted(passed)}\n{output}"
+        assert check in passed, f"no {check} check of healthy ran: {sorted(passed)}\n{output[-4000:]}"
     assert healthy["verdict"] == "passed"
 
     # ... including its exact checks that ran after every fault, hang and exit
     order = re.findall(r"::test_check\[exact-(\w+)-[\dx]+\] (PASSED|FAILED)", output)
-    assert order, output
+    assert order, output[-4000:]
     last_bad = max(i for i, (name, _) in enumerate(order) if name != "healthy")
     after = [outcome for name, outcome in order[last_bad + 1:] if name == "healthy"]
     assert after and set(after) == {"PASSED"}, order
 
     expected_failures = sum(len(shapes) for _, shapes in HEALTHY_RUN_FAILS.values())
-    assert re.search(rf"\b{expected_failures} failed\b", output), output
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+    assert re.search(rf"\b{expected_failures} failed\b", output), output[-4000:]
+    assert run.returncode == pytest.ExitCode.TESTS_FAILED, output[-4000:]

@@ -4,18 +4,17 @@ atomics, Python launchers on the wrong stream, a coarse multiple_of) and on ever
 correct kernel of tests/broken/, and each kernel's verdict in the JSON report must be the one
 a careful reviewer would give: exactly one primary category, the right one.
 
-Needs a GPU (skipped with the reason without one). About two minutes on an H200 with -n 4.
+Needs a GPU (skipped with the reason without one). About two minutes on an H200 with -n 4; it
+runs beside the other GPU tests' runs (tests/gpu_runs.py).
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gpu_runs import SuiteRun, SuiteRuns
 from suite_helpers import load_declarations
 
 pytestmark = pytest.mark.gemm_gpu
@@ -37,21 +36,23 @@ if os.environ.get("PYTEST_GEMM_VERDICT_KERNELS"):  # a subset, e.g. "own_stream,
     EXPECTED = {k: EXPECTED[k] for k in os.environ["PYTEST_GEMM_VERDICT_KERNELS"].split(",")}
 
 
+def _spec(name: str) -> str:
+    where = HERE / ("verdicts" if name in {**VERDICTS.EXPECTED, **VERDICTS.THIRD_PARTY} else "broken") / "kernels.py"
+    return f"{where}:{name}"
+
+
+# The whole suite on every kernel, one pytest process (tests/gpu_runs.py), beside the other GPU
+# tests' runs.
+SUITE_RUNS = [SuiteRun("verdicts", tuple(_spec(name) for name in EXPECTED),
+                       options=("-n", "4", "--gemm-timeout", "60", "--gemm-bench-shape", "1024"), timeout=330)]
+
+
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def report(suite_runs: SuiteRuns) -> dict[str, Any]:
     pytest.importorskip("cupy")
-    out = tmp_path_factory.mktemp("verdicts")
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "4", "--gemm-timeout", "60",
-            "--gemm-bench-shape", "1024", "--gemm-report", str(out / "report.json")]
-    for name in EXPECTED:
-        where = HERE / ("verdicts" if name in {**VERDICTS.EXPECTED, **VERDICTS.THIRD_PARTY} else "broken") / "kernels.py"
-        args += ["--gemm-kernel", f"{where}:{name}"]
-    run = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=900)
-    (out / "log.txt").write_text(run.stdout + run.stderr)
-    assert (out / "report.json").is_file(), run.stdout[-4000:] + run.stderr[-4000:]
-    data = json.loads((out / "report.json").read_text())
-    data["log"] = run.stdout
-    return data
+    run = suite_runs.result("verdicts")
+    assert run.report is not None, run.output[-8000:]
+    return {**run.report, "log": run.output}
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))

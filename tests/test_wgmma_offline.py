@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from suite_helpers import nvrtc_missing
 
 import reference_kernels
 from pytest_gemm.model.contract import PyKernel, unsupported_reason
@@ -24,15 +25,9 @@ BUILDS = [(precision, stages, cluster) for precision in ("fp16", "bf16") for sta
           for cluster in (1, 2)]
 
 
-def _nvrtc_missing() -> str | None:
-    try:
-        from cuda.bindings import nvrtc  # noqa: F401
-    except ImportError:
-        return "NVRTC is not installed (no cuda.bindings); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
-    return None
 
 
-needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
 
 
 @needs_nvrtc

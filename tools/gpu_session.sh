@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU to be verified, in stages; several stages can share one device
 # call (10 minutes). Run from the repository root on the GPU machine:
-#   bash tools/gpu_session.sh tests     # the project's GPU tests (broken, ladder, plugin) but the timing ones:
-#                                       # over 330 s on 2 H200s with -n 8; a call of its own
+#   bash tools/gpu_session.sh gpu-tests # EVERY GPU test of the project (pytest -m gemm_gpu), at most 6 minutes on one
+#                                       # H200, ending in one line: passed / failed / skipped, wall time, commit
+#   bash tools/gpu_session.sh tests     # every test in tests/ with -n 8 (the CPU tests too; slower than gpu-tests)
 #   bash tools/gpu_session.sh untrusted # the cheats and faults (tests/test_untrusted_kernels.py) and the launch
 #                                       # guard, one worker per GPU: with 4 workers per GPU (-n 8 on 2) the
 #                                       # timings are shared and 'memoized' read 12.4 ms, not faster than physics
@@ -35,9 +36,17 @@ out="${OUT:-gpu-out}"
 mkdir -p "$out"
 [ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|cutlass ..." >&2; exit 2; }
 for stage in "$@"; do
-  case "$stage" in tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|cutlass) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
+  case "$stage" in gpu-tests|tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|cutlass) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
+# What every figure of this run was measured at (tools/readme_figures.py reads it)
+python3 - "$out/meta.json" <<'PY'
+import json, sys, time
+sys.path.insert(0, "tools")
+from gpu_tests_summary import commit, device
+json.dump({"commit": commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()), "device": device()},
+          open(sys.argv[1], "w"))
+PY
 limit() { timeout -k 15 "$@"; }
 # Kill what a stage left running (sandbox workers, xdist workers), but never this script or
 # the shell that started it: their command lines may hold the same words (pkill -f would
@@ -67,6 +76,21 @@ ladder_args+=(-k "$select")
 for stage in "$@"; do
   echo "=== $stage ($(date +%T))"
   case "$stage" in
+    gpu-tests)
+      # Every test marked gemm_gpu, one pytest process (-n 0): the suite runs of the broken,
+      # untrusted and verdict kernels start together in the background (tests/gpu_runs.py),
+      # each with its own workers, while the in-process GPU tests (ladder) run.
+      t0=$EPOCHREALTIME
+      rm -rf /tmp/gemm-gpu-tests
+      limit 390 python3 -m pytest tests -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
+        --basetemp /tmp/gemm-gpu-tests --junitxml "$out/gpu-tests.xml" > "$out/gpu-tests.txt" 2>&1
+      # each suite run's log and JSON report (tests/gpu_runs.py), for reading afterwards
+      (cd /tmp/gemm-gpu-tests && find . -path "*suite-runs*" \( -name log.txt -o -name report.json \) \
+        | tar czf "$out/gpu-suite-runs.tgz" -T -) 2>/dev/null
+      wall=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$EPOCHREALTIME")
+      grep -E "^(FAILED|ERROR)" "$out/gpu-tests.txt" | cut -c1-300 | head -30
+      python3 tools/gpu_tests_summary.py "$out/gpu-tests.xml" --wall "$wall" | tee "$out/gpu-tests-summary.txt"
+      ;;
     tests)
       # -v: each result is in tests.txt as it finishes, so a run cut off still says what passed
       walled 'tests -n 8' 540 python3 -m pytest tests -n 8 -v -p no:cacheprovider -rfE --durations=15 \

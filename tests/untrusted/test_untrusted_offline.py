@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_helpers import nvrtc_missing
 
 from pytest_gemm.model.categories import ALL as CATEGORIES
 from pytest_gemm.model.contract import CudaKernel, PyKernel
@@ -32,19 +33,9 @@ KERNELS = _load()
 CUDA = {name: k for name, k in KERNELS.ALL.items() if isinstance(k, CudaKernel)}
 
 
-def _nvrtc_missing() -> str | None:
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError:
-        return "NVRTC is not installed (no cuda.bindings); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
-    try:
-        nvrtc.nvrtcVersion()
-    except Exception as exc:
-        return f"NVRTC cannot be loaded ({exc}); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
-    return None
 
 
-needs_nvrtc = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
 
 
 def test_declarations_are_consistent():

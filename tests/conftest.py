@@ -1,0 +1,26 @@
+"""The GPU tests' shared suite runs (tests/gpu_runs.py): every ``SUITE_RUNS`` declared by a
+module with a selected test is started at once, when the first test asks for one."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from gpu_runs import SuiteRun, SuiteRuns
+
+RUNS = pytest.StashKey[dict[str, SuiteRun]]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    runs: dict[str, SuiteRun] = {}
+    for item in items:
+        for run in getattr(getattr(item, "module", None), "SUITE_RUNS", ()):
+            runs[run.name] = run
+    config.stash[RUNS] = runs
+
+
+@pytest.fixture(scope="session")
+def suite_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteRuns]:
+    runs = SuiteRuns(request.config.stash.get(RUNS, {}), tmp_path_factory.mktemp("suite-runs"))
+    yield runs
+    runs.stop()
