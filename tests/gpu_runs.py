@@ -39,7 +39,8 @@ class SuiteRun:
     env: tuple[tuple[str, str], ...] = ()
 
     def args(self, report: Path) -> list[str]:
-        args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--gemm-report", str(report)]
+        verbosity = [] if "-v" in self.options else ["-q"]  # -q and -v together cancel out
+        args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *verbosity, "-rfEs", "--gemm-report", str(report)]
         for spec in self.kernels:
             args += ["--gemm-kernel", spec]
         if self.select:
