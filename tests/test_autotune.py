@@ -184,3 +184,14 @@ def test_the_kernel_process_has_the_autotuning_cache_on_when_it_imports_the_kern
     result.assert_outcomes(passed=1)
     seen = {p.read_text() for p in fake.path.glob("env-*.txt")}
     assert seen == {"unset", "1"}, seen  # pytest's own process imports it untouched; the kernel's process with it on
+
+
+def test_a_check_may_take_longer_by_five_seconds_per_config_of_an_autotuner():
+    tuner = Autotuner()
+    tuner.configs = [object()] * 16
+
+    def launch(a, b, c):
+        tuner[(1,)](a, b, c)
+
+    assert autotune.tuning_allowance(kernel(launch)) == 16 * autotune.SECONDS_PER_CONFIG
+    assert autotune.tuning_allowance(kernel(_plain)) == 0.0

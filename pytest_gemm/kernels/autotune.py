@@ -11,6 +11,7 @@ duck typing on the objects the launcher refers to):
 - its processes share Triton's own autotuning result cache on disk
   (``TRITON_CACHE_AUTOTUNING=1``, set in the kernel's process before its module is
   imported; a Triton without that cache ignores it), so a shape is tuned once per machine;
+- a check's default timeout allows for tuning a new shape (``tuning_allowance``);
 - the speed check times after its warm-up calls (tuning is never timed) and records the
   config the tuner chose (``describe_best``).
 """
@@ -109,10 +110,26 @@ def describe_best(kernel: Any) -> str | None:
     return "; ".join(chosen) or None
 
 
+#: What a check's timeout allows per config of an autotuner on top of its own: compiling the
+#: config (the first process to meet a new specialization compiles every config) and timing it.
+SECONDS_PER_CONFIG = 5.0
+
+
+def tuning_allowance(kernel: Any) -> float:
+    """Seconds a check of ``kernel`` may spend tuning a new shape: ``SECONDS_PER_CONFIG`` per config
+    of each autotuner it reaches (0 for a kernel that does not autotune), so a first meeting with a
+    shape is not mistaken for a hang."""
+    fn = getattr(kernel, "fn", None)
+    if fn is None:
+        return 0.0
+    return sum(SECONDS_PER_CONFIG * max(1, len(getattr(t, "configs", None) or ())) for t in autotuners(fn))
+
+
 def enable_result_cache(environ: Any) -> None:
     """Turn Triton's autotuning result cache on in ``environ`` (a process's ``os.environ``)
     unless the user set it: Triton reads it when ``@triton.autotune`` runs, at import."""
     environ.setdefault(CACHE_ENV, "1")
 
 
-__all__ = ["CACHE_ENV", "is_autotuner", "autotuners", "autotunes", "describe_best", "enable_result_cache"]
+__all__ = ["CACHE_ENV", "is_autotuner", "autotuners", "autotunes", "describe_best", "tuning_allowance",
+           "enable_result_cache"]
