@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from ..kernels.autotune import describe_best
 from ..kernels.harness import Harness
+from ..kernels.modules import copy_note
 from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
 from ..measure.quiet import busy_marked
@@ -49,9 +50,11 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         timing, verify = timed_run(h, shape, budget_s, problems)  # its warm-up calls tune an autotuner: untimed
         record(busy_marked(dict({"timing": dict(timing.as_dict(), shape=list(shape)), "gpu_quiet": quiet},
                                 **roof_facts(h.device, precision, timing, measured))))
-        chosen = describe_best(h.kernel)
+        chosen, copied = describe_best(h.kernel), copy_note(h.kernel)
         if chosen:  # the config a Triton autotuner chose for this shape
             record({"autotune": chosen})
+        if copied:  # a module's result copied into C inside each timed call
+            record({"result_copy": copied})
         reject_escaped_work(timing, limits, precision)
         verify()
         cublas = time_cublas(precision, shape, h.device, budget_s, problems)
