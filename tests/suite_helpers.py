@@ -18,6 +18,33 @@ def load_declarations(path: Path, module_name: str) -> Any:
     return module
 
 
+def load_registered(path: Path, module_name: str) -> Any:
+    """``load_declarations``, with the module in ``sys.modules`` (a dataclass in it resolves its
+    annotations there): tools/ecosystems.py."""
+    import sys
+
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_suite(args: list[str], out: Path, timeout: float) -> dict[str, Any]:
+    """Run ``args`` (a pytest command with ``--gemm-report out/report.json``) in ``out``; the
+    report, with the run's output as ``log`` (also kept in ``out/log.txt``)."""
+    import json
+    import subprocess
+
+    run = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=timeout)
+    (out / "log.txt").write_text(run.stdout + run.stderr)
+    assert (out / "report.json").is_file(), run.stdout[-4000:] + run.stderr[-4000:]
+    data = json.loads((out / "report.json").read_text())
+    data["log"] = run.stdout
+    return data
+
+
 def test_id(check: str, name: str, rest: str) -> str:
     """The conformance test id of a check on a kernel: ``exact-<name>-17x33x65``."""
     return f"{check}-{name}-{rest}" if rest else f"{check}-{name}"

@@ -8,15 +8,13 @@ Needs a GPU (skipped with the reason without one). About two minutes on an H200 
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from suite_helpers import load_declarations
+from suite_helpers import load_declarations, run_suite
 
 pytestmark = pytest.mark.gemm_gpu
 
@@ -46,12 +44,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for name in EXPECTED:
         where = HERE / ("verdicts" if name in {**VERDICTS.EXPECTED, **VERDICTS.THIRD_PARTY} else "broken") / "kernels.py"
         args += ["--gemm-kernel", f"{where}:{name}"]
-    run = subprocess.run(args, cwd=out, capture_output=True, text=True, timeout=900)
-    (out / "log.txt").write_text(run.stdout + run.stderr)
-    assert (out / "report.json").is_file(), run.stdout[-4000:] + run.stderr[-4000:]
-    data = json.loads((out / "report.json").read_text())
-    data["log"] = run.stdout
-    return data
+    return run_suite(args, out, timeout=900)
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
