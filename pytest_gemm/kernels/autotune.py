@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterator
 #: Triton's switch for its on-disk autotuning cache (Triton >= 3.3; older ones ignore it).
 CACHE_ENV = "TRITON_CACHE_AUTOTUNING"
 _DEPTH = 4  # how many calls deep a launcher's helpers are followed
+#: Packages whose classes are not searched (a user's class is: its methods may launch a tuner).
+_LIBRARIES = frozenset({"builtins", "torch", "triton", "numpy", "cupy", "numba", "pytest_gemm", "typing"})
 
 
 def is_autotuner(obj: Any) -> bool:
@@ -43,6 +45,10 @@ def _code_names(code: types.CodeType) -> Iterator[str]:
 def _referenced(fn: Any) -> Iterator[Any]:
     """What a Python function refers to: the globals its code names, its closure's cells,
     its defaults, and what it wraps (``functools.wraps``)."""
+    if isinstance(fn, type):  # a class of the user's (a KernelBench ModelNew): its own methods
+        if str(fn.__module__).split(".")[0] not in _LIBRARIES:
+            yield from (v for v in vars(fn).values() if isinstance(v, types.FunctionType))
+        return
     wrapped = getattr(fn, "__wrapped__", None)
     if wrapped is not None:
         yield wrapped
@@ -82,7 +88,7 @@ def autotuners(fn: Callable[..., Any]) -> list[Any]:
         if is_autotuner(obj):
             found.append(obj)
             continue
-        if depth >= _DEPTH or isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+        if depth >= _DEPTH or isinstance(obj, types.ModuleType) or not callable(obj):
             continue
         todo += [(x, depth + 1) for x in _referenced(obj)]
     return found
