@@ -31,6 +31,19 @@ def nvrtc_missing() -> str | None:
     return None
 
 
+def load_registered(path: Path, module_name: str) -> Any:
+    """``load_declarations``, with the module in ``sys.modules`` (a dataclass in it resolves its
+    annotations there): tools/ecosystems.py."""
+    import sys
+
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_id(check: str, name: str, rest: str) -> str:
     """The conformance test id of a check on a kernel: ``exact-<name>-17x33x65``."""
     return f"{check}-{name}-{rest}" if rest else f"{check}-{name}"

@@ -185,7 +185,7 @@ def test_quick_shapes_run_a_small_set_per_check_and_the_report_has_each_checks_w
     from pytest_gemm.checks import registry
 
     expected = {"launch": 1, "exact": len(registry.QUICK_EXACT), "coverage": len(registry.QUICK_EDGE),
-                "guards": len(registry.QUICK_EDGE), "deterministic": 1, "accuracy": 2, "speed": 1}
+                "guards": len(registry.QUICK_EDGE), "deterministic": 1, "accuracy": 2 * len(registry.QUICK_ACCURACY), "speed": 1}
     assert {c: sum(1 for r in checks if r["check"] == c) for c in expected} == expected
     assert all(c["wall_s"] >= 0.3 for c in checks)  # each fake check sleeps 0.3 s
 

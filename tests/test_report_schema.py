@@ -17,7 +17,8 @@ from pytest_gemm.outputs.report_schema import ReportSchemaError, kernels_by_name
 
 HERE = Path(__file__).resolve().parent
 # The modules whose GPU tests read --gemm-report JSON (through tests/gpu_runs.py).
-GPU_REPORT_READERS = ("test_broken_kernels.py", "test_untrusted_kernels.py", "test_verdicts_gpu.py", "gpu_runs.py")
+GPU_REPORT_READERS = ("test_broken_kernels.py", "test_untrusted_kernels.py", "test_verdicts_gpu.py", "test_ecosystems_gpu.py",
+                      "gpu_runs.py")
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,10 @@
 #   bash tools/gpu_session.sh cutlass   # CUTLASS's own mma.sync GEMMs (tools/cutlass_sm80, built beforehand and
 #                                       # carried) and the rung mma-fp16 through the suite, then Nsight Compute
 #                                       # on CUTLASS_PROFILE (the rung, CUTLASS's 256x128x64_s3)  ~3 min
+#   bash tools/gpu_session.sh ecosystems # examples/ecosystems/ through the suite: the Triton tutorial kernel
+#                                       # (fp16 and fp32, default options, cold Triton caches: its wall time,
+#                                       # goal <= 180 s), the rest with -n 4, Numba with the NumPy carried in
+#                                       # .whl/ (carry .whl); then their table and verdict check  ~5 min
 #   bash tools/gpu_session.sh ladder perf          # stages in order, one install (about 8 min)
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
@@ -34,9 +38,9 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
-[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|cutlass ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh gpu-tests|tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|cutlass|ecosystems ..." >&2; exit 2; }
 for stage in "$@"; do
-  case "$stage" in gpu-tests|tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|cutlass) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
+  case "$stage" in gpu-tests|tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|cutlass|ecosystems) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 # What every figure of this run was measured at (tools/readme_figures.py reads it)
@@ -82,6 +86,11 @@ for stage in "$@"; do
       # each with its own workers, while the in-process GPU tests (ladder) run.
       t0=$EPOCHREALTIME
       rm -rf /tmp/gemm-gpu-tests
+      if compgen -G ".whl/numpy-*.whl" > /dev/null; then  # a NumPy numba-cuda can use, for the Numba example only
+        rm -rf /tmp/gemm-numba-site
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+          --target /tmp/gemm-numba-site .whl/numpy-*.whl && export GEMM_NUMBA_SITE=/tmp/gemm-numba-site
+      fi
       limit 390 python3 -m pytest tests -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
         --basetemp /tmp/gemm-gpu-tests --junitxml "$out/gpu-tests.xml" > "$out/gpu-tests.txt" 2>&1
       # each suite run's log and JSON report (tests/gpu_runs.py), for reading afterwards
@@ -94,7 +103,8 @@ for stage in "$@"; do
     tests)
       # -v: each result is in tests.txt as it finishes, so a run cut off still says what passed
       walled 'tests -n 8' 540 python3 -m pytest tests -n 8 -v -p no:cacheprovider -rfE --durations=15 \
-        --ignore tests/test_untrusted_kernels.py --ignore tests/test_launch_guard.py > "$out/tests.txt" 2>&1
+        --ignore tests/test_untrusted_kernels.py --ignore tests/test_launch_guard.py \
+        --ignore tests/test_ecosystems_gpu.py > "$out/tests.txt" 2>&1  # the ecosystems stage runs the examples
       grep -E "^(FAILED|ERROR)|passed|failed" "$out/tests.txt" | tail -15
       ;;
     untrusted)
@@ -209,6 +219,42 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       done > "$out/cutlass_ncu.txt" 2>&1
       grep -E "=== ncu|Duration|SM Frequency|hmma|stalled|wavefronts|conflicts|lts__|dram__|Issued Ipc|Registers Per" \
         "$out/cutlass_ncu.txt" | grep -vE " 0$" | head -120
+      ;;
+    ecosystems)
+      eco=(-p no:cacheprovider -q -rfE)
+      # 1. Triton's tutorial matmul with its autotuner, fp16 and fp32 inputs, default options, Triton's
+      #    caches empty (compiling and tuning included): the wall time of the full default suite
+      specs=$(python3 tools/ecosystems.py --specs --only triton)
+      if [ -n "${specs// /}" ]; then
+        walled 'Triton tutorial fp16 + fp32, default suite, cold caches, -n 2' 240 \
+          env TRITON_CACHE_DIR="$(mktemp -d /tmp/gemm-triton-XXXX)" python3 -m pytest $specs -n 2 "${eco[@]}" --gemm-report "$out/eco_triton.json" > "$out/eco_triton.txt" 2>&1
+        grep -E "autotune|passed|failed" "$out/eco_triton.txt" | tail -6
+      fi
+      # 2. CUDA C, CuPy RawModule, cupy.matmul, the torch extension (built on first import), KernelBench
+      specs=$(python3 tools/ecosystems.py --specs --only rest)
+      walled 'CUDA C, CuPy, torch extension, KernelBench, -n 4' 180 python3 -m pytest $specs -n 4 "${eco[@]}" \
+        --gemm-report "$out/eco_rest.json" > "$out/eco_rest.txt" 2>&1
+      grep -E "passed|failed" "$out/eco_rest.txt" | tail -4
+      # 3. Numba: numba-cuda (<= 0.30.4) registers np.row_stack, which NumPy 2.5 removed: with the NumPy
+      #    wheel carried in .whl/ (numpy 2.4.x) installed apart and put first on PYTHONPATH for this run only
+      site=""
+      if compgen -G ".whl/numpy-*.whl" > /dev/null; then
+        rm -rf /tmp/gemm-numba-site
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gemm-numba-site \
+          .whl/numpy-*.whl && site=/tmp/gemm-numba-site
+      else
+        echo "numba: no .whl/numpy-*.whl carried: the machine's own NumPy"
+      fi
+      PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" python3 -c "import numpy, importlib.metadata as m; \
+print('numba run: numpy', numpy.__version__, '| numba', m.version('numba'), '| numba-cuda', m.version('numba-cuda'))" 2>&1 | tail -1
+      specs=$(python3 tools/ecosystems.py --specs --only numba)
+      if [ -n "${specs// /}" ]; then
+        walled 'Numba shared-memory matmul' 120 env PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest $specs \
+          "${eco[@]}" --gemm-report "$out/eco_numba.json" > "$out/eco_numba.txt" 2>&1
+        grep -E "passed|failed|rror" "$out/eco_numba.txt" | tail -4
+      fi
+      python3 tools/ecosystems.py --check "$out"/eco_triton.json "$out"/eco_rest.json "$out"/eco_numba.json \
+        | tee "$out/ecosystems.md"
       ;;
     perf)
       {

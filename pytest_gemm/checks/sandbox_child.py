@@ -268,6 +268,9 @@ def child(read_fd: int, write_fd: int) -> None:
                 from ..measure.integrity import pin
 
                 pin()  # before the kernel's module runs: what it replaces later is seen (measure/integrity.py)
+                from ..kernels.autotune import enable_result_cache
+
+                enable_result_cache(os.environ)  # a Triton autotuner's choices shared by its processes
 
                 if request["rootdir"] not in sys.path:
                     sys.path.insert(0, request["rootdir"])

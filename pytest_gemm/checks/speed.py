@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..kernels.autotune import describe_best
 from ..kernels.harness import Harness
+from ..kernels.modules import copy_note
 from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
 from ..measure.quiet import busy_marked
@@ -45,9 +47,14 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
         limits = ceilings(h.device, precision, measured)
         quiet = gpu_quiet(h.device, measured)  # no other process's kernels time-slicing with this one
-        timing, verify = timed_run(h, shape, budget_s, problems)
+        timing, verify = timed_run(h, shape, budget_s, problems)  # its warm-up calls tune an autotuner: untimed
         record(busy_marked(dict({"timing": dict(timing.as_dict(), shape=list(shape)), "gpu_quiet": quiet},
                                 **roof_facts(h.device, precision, timing, measured))))
+        chosen, copied = describe_best(h.kernel), copy_note(h.kernel)
+        if chosen:  # the config a Triton autotuner chose for this shape
+            record({"autotune": chosen})
+        if copied:  # a module's result copied into C inside each timed call
+            record({"result_copy": copied})
         reject_escaped_work(timing, limits, precision)
         verify()
         cublas = time_cublas(precision, shape, h.device, budget_s, problems)

@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from ..model.contract import GemmKernel, GemmSpecError, is_kernel
+from .modules import looks_like_module, module_kernel
 
 #: The folders pytest-gemm ships beside its own package: the ladder and the conformance suite.
 SHIPPED = ("reference_kernels", "conformance")
@@ -186,6 +187,12 @@ def load_spec(spec: str, rootdir: Path | None = None) -> list[GemmKernel]:
             raise GemmSpecError(f"--gemm-kernel {spec!r}: {module.__name__ if not target.endswith('.py') else target} "
                                 f"has no attribute {attr!r}; {hint}")
         value = getattr(value, part)
+    if looks_like_module(value):  # a KernelBench-style solution: solution.py:ModelNew
+        try:
+            value = module_kernel(value, name=attr.rsplit(".", 1)[-1],
+                                  init_inputs=getattr(module, "get_init_inputs", None))
+        except GemmSpecError as exc:
+            raise GemmSpecError(f"--gemm-kernel {spec!r}: {exc}") from None
     kernels = _as_kernels(spec, attr, value)
     for index, k in enumerate(kernels):
         try:

@@ -24,7 +24,9 @@ def _timing_entry(r: Any) -> dict[str, Any]:
             "fraction_of_roof": r.facts.get("fraction_of_roof"), "roof_kind": r.facts.get("roof_kind"),
             "cublas_median_ms": (r.facts.get("cublas") or {}).get("median_ms"),
             "gpu_shared": bool(r.facts.get("gpu_shared")), "late_launches": int(t.get("late_launches") or 0),
-            "gpu_busy": (r.facts.get("gpu_quiet") or {}).get("quiet") is False}
+            "gpu_busy": (r.facts.get("gpu_quiet") or {}).get("quiet") is False,
+            "autotune": r.facts.get("autotune"),  # the config a Triton autotuner chose, or None
+            "result_copy": r.facts.get("result_copy")}  # a module's result copied into C in each timed call
 
 
 def kernel_summaries(records: Results) -> dict[str, dict[str, Any]]:

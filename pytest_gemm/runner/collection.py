@@ -41,19 +41,32 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("gemm_case", values)
 
 
+def _shapes(config: pytest.Config, check: registry.Check, given: Any, kernel: Any) -> Any:
+    """The shapes ``check`` runs ``kernel`` on: the marker's (``given``), else --gemm-shapes quick's
+    or full's; with neither option given, quick for a kernel that autotunes per shape."""
+    profile = state(config).shapes
+    quick = check.quick is not None and (profile == "quick" or (
+        profile == "auto" and kernel is not None and _autotunes(kernel)))
+    shapes = given or (check.quick if quick else check.shapes)
+    return [state(config).bench_shape] if shapes == "bench" else shapes
+
+
+@lru_cache(maxsize=None)
+def _autotunes(kernel: Any) -> bool:
+    from ..kernels.autotune import autotunes
+
+    return autotunes(kernel)
+
+
 def _params(config: pytest.Config, check: registry.Check, marker: pytest.Mark) -> list[Any]:
-    quick = check.quick is not None and state(config).shapes == "quick"  # --gemm-shapes quick
-    shapes = (marker.kwargs.get("shapes") or (marker.args[1] if len(marker.args) > 1 else None)
-              or (check.quick if quick else check.shapes))
-    if shapes == "bench":
-        shapes = [state(config).bench_shape]
+    given = marker.kwargs.get("shapes") or (marker.args[1] if len(marker.args) > 1 else None)
     params = marker.kwargs.get("params") or check.params
     per_kernel = bool(marker.kwargs.get("per_kernel", check.per_kernel))  # one test per kernel: <check>-<kernel>
     when = marker.kwargs.get("when")
     kernels = [k for k in kernels_under_test(config) if check.applies is None or check.applies(k)]
-    cases = build_cases(check.name, kernels, shapes, params, when)
+    cases = [case for k in kernels for case in build_cases(check.name, [k], _shapes(config, check, given, k), params, when)]
     if check.name == "speed":  # ranked with the ladder: its rungs are timed in the same run
-        cases += build_cases(check.name, ladder_for_ranking(config), shapes, params)
+        cases += build_cases(check.name, ladder_for_ranking(config), _shapes(config, check, given, None), params)
     values = []
     for case in cases:
         reason = None if per_kernel else skip_reason(case.kernel, case.shape)  # a sweep skips sizes itself

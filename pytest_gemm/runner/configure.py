@@ -212,8 +212,9 @@ def configure(config: pytest.Config) -> None:
                 raise
     else:
         kernels = []
-    shapes = getattr(opt, "gemm_shapes", None) or str(config.getini("gemm_shapes") or "").strip() or "full"
-    if shapes not in ("quick", "full"):
+    # neither given: "auto", full but for kernels that autotune per shape (quick for them, said below)
+    shapes = getattr(opt, "gemm_shapes", None) or str(config.getini("gemm_shapes") or "").strip() or "auto"
+    if shapes not in ("quick", "full", "auto"):
         raise pytest.UsageError(f"gemm_shapes = {shapes!r} (in {config.inipath or 'the pytest ini'}): expected "
                                 "quick or full")
     config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction,
@@ -222,6 +223,8 @@ def configure(config: pytest.Config) -> None:
                                     # a grader scores the student's own checks only
                                     rank_ladder=bool(specs) and not getattr(opt, "gemm_gradescope", None)
                                     and bool(getattr(opt, "gemm_ladder", False)))
+    if shapes == "auto" and not is_xdist_worker(config):
+        _note_autotuned(config.stash[STATE])
     if active:  # before anything in this worker touches CUDA
         pin_gpu(config)
     if require_gpu:
@@ -230,6 +233,17 @@ def configure(config: pytest.Config) -> None:
 
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
     _choose_paths(config, cli_specs, ini_specs, arches, ladder_alone)
+
+
+def _note_autotuned(st: GemmState) -> None:
+    """Say which kernels run the quick shape set because they autotune per shape."""
+    from ..kernels.autotune import autotunes
+
+    tuned = [str(k.name) for k in st.kernels if autotunes(k)]
+    if tuned:
+        st.notes.append(f"{', '.join(map(repr, tuned))} autotune(s) per shape (a Triton autotuner): checked on the "
+                        "quick shape set, each shape tuned once and shared by its processes (Triton's autotuning "
+                        "cache); --gemm-shapes full checks every shape")
 
 
 def _choose_paths(config: pytest.Config, cli_specs: list[str], ini_specs: list[str], arches: list[str] | None,

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Regenerate the README's measured figures from the JSON outputs of one GPU run.
+
+Each measured figure in README.md sits in a block
+
+    <!-- figures:NAME -->
+    Measured at commit `1a2b3c4` (2026-12-01, NVIDIA H200): `the command`.
+    ...the figures...
+    <!-- /figures:NAME -->
+
+whose first line names the commit, date and device it was measured at. ``tools/gpu_session.sh``
+writes ``meta.json`` (commit, date, device) into its output folder ($OUT) before any stage, and
+each stage its JSON; this script rewrites every block whose source is in that folder and leaves
+the others as they are (their own first line still says when they were measured):
+
+    python3 tools/readme_figures.py gpu-out/           # rewrite README.md in place
+    python3 tools/readme_figures.py gpu-out/ --check   # exit 1 if README.md would change
+
+Blocks and their sources: ``gpu-tests`` (gpu-tests-summary.txt), ``ladder`` (ladder.json, a
+``--gemm-report``), ``class`` (class.json from tools/class_benchmark.py), ``course``
+(course.json, the gradebook's ``--json`` of examples/course).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.S)
+PROVENANCE = re.compile(r"^Measured at commit `[0-9a-f]{7,40}(\+changes)?` \(\d{4}-\d{2}-\d{2}")
+
+
+def provenance(meta: dict[str, Any], command: str) -> str:
+    return f"Measured at commit `{meta['commit']}` ({meta['date']}, {meta['device']}): `{command}`."
+
+
+def _gpu_tests(folder: Path, meta: dict[str, Any]) -> str | None:
+    path = folder / "gpu-tests-summary.txt"
+    if not path.is_file():
+        return None
+    line = path.read_text().strip().splitlines()[-1]
+    return provenance(meta, "bash tools/gpu_session.sh gpu-tests") + "\n\n```text\n" + line + "\n```\n"
+
+
+def _ladder(folder: Path, meta: dict[str, Any]) -> str | None:
+    path = folder / "ladder.json"
+    if not path.is_file():
+        return None
+    sys.path.insert(0, str(ROOT / "tools"))
+    sys.path.insert(0, str(ROOT))
+    from ladder_table import DEFAULT_SHAPE, ladder_rows, markdown_table
+
+    report = json.loads(path.read_text())
+    return provenance(meta, meta.get("ladder_command", "bash tools/gpu_session.sh ladder")) + "\n\n" \
+        + markdown_table(ladder_rows(report, DEFAULT_SHAPE), DEFAULT_SHAPE) + "\n"
+
+
+def _students(book: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(book.get("students") or [])
+
+
+def _course(folder: Path, meta: dict[str, Any]) -> str | None:
+    path = folder / "course.json"
+    if not path.is_file():
+        return None
+    book = json.loads(path.read_text())
+    lines = [provenance(meta, meta.get("course_command", "python -m pytest_gemm.grading.gradebook "
+                                       "examples/course/submissions --attr kernel --ini examples/course/pytest.ini "
+                                       "--out g.csv --json g.json")), ""]
+    if book.get("wall_s") is not None:
+        lines.append(f"{len(_students(book))} students graded in {float(book['wall_s']):.1f} s with the default options:")
+        lines.append("")
+    lines += ["| student | status | score | seconds | reason |", "| --- | --- | --- | --- | --- |"]
+    for s in _students(book):
+        reason = str(s.get("reason") or "").replace("|", "/").splitlines()[0][:120] if s.get("reason") else ""
+        lines.append(f"| {s.get('student')} | {s.get('status')} | {s.get('score')} | "
+                     f"{float(s.get('elapsed_s') or 0):.1f} | {reason} |")
+    return "\n".join(lines) + "\n"
+
+
+def _class(folder: Path, meta: dict[str, Any]) -> str | None:
+    path = folder / "class.json"
+    if not path.is_file():
+        return None
+    book = json.loads(path.read_text())
+    students = _students(book)
+    lines = [provenance(meta, meta.get("class_command", "python tools/class_benchmark.py --students 100")), ""]
+    if book.get("wall_s") is not None:
+        lines.append(f"{len(students)} students graded in **{float(book['wall_s']):.1f} s**.")
+    kinds: dict[str, list[float]] = {}
+    for s in students:
+        kind = str(s.get("kind") or re.sub(r"^s\d+-", "", str(s.get("student"))) or "student")
+        kinds.setdefault(kind, []).append(float(s.get("elapsed_s") or 0.0))
+    if kinds:
+        lines += ["", "| kind | students | seconds each (min to max) |", "| --- | --- | --- |"]
+        for kind, secs in sorted(kinds.items()):
+            lines.append(f"| {kind} | {len(secs)} | {min(secs):.1f} to {max(secs):.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+SOURCES: dict[str, Callable[[Path, dict[str, Any]], str | None]] = {
+    "gpu-tests": _gpu_tests, "ladder": _ladder, "course": _course, "class": _class,
+}
+
+
+def regenerate(text: str, folder: Path) -> tuple[str, list[str]]:
+    """(the README with every block whose source is in ``folder`` rewritten, their names)."""
+    meta = json.loads((folder / "meta.json").read_text())
+    done: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        source = SOURCES.get(match["name"])
+        body = source(folder, meta) if source else None
+        if body is None:
+            return match.group(0)
+        done.append(match["name"])
+        return match.group(1) + body + match.group(4)
+
+    return BLOCK.sub(replace, text), done
+
+
+def unproven_blocks(text: str) -> list[str]:
+    """Blocks whose first line does not name the commit and date they were measured at."""
+    return [m["name"] for m in BLOCK.finditer(text) if not PROVENANCE.match(m["body"])]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="a GPU run's output folder (with meta.json)")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the README would change")
+    args = parser.parse_args(argv)
+    if not (args.folder / "meta.json").is_file():
+        parser.error(f"{args.folder} has no meta.json: pass the output folder of tools/gpu_session.sh")
+    text = args.readme.read_text()
+    new, done = regenerate(text, args.folder)
+    print(f"regenerated: {', '.join(done) or 'nothing (no source found)'}")
+    if args.check:
+        return 1 if new != text else 0
+    args.readme.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
