@@ -193,7 +193,8 @@ def _whole_lines(mask: np.ndarray, verb: str, tile: tuple[int, int] | None) -> t
             reason = _ragged_reason(axis, ranges, size, tile)
             if reason:
                 reasons.append(reason)
-    summary = " and ".join(parts) + f" {verb}"
+    single = len(parts) == 1 and int(mask.any(axis=0).sum() if use_cols else mask.any(axis=1).sum()) == 1
+    summary = " and ".join(parts) + f" {_verb(verb, 1) if single else verb}"  # "row 6 (the last one) was"
     details: list[str] = []
     if reasons:
         summary += ": " + " and ".join(reasons)

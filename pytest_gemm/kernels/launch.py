@@ -90,7 +90,7 @@ class LoadedKernel:
         args = tuple(values[t] for t in kernel.tokens)
         self.prepare(m, n, k)
         try:
-            grid = kernel.launch_grid(m, n, k)
+            grid = kernel.launch_grid(m, n, k, self.device)
         except EmptyGridError:
             return  # CUDA refuses an empty grid; the kernel simply computes nothing here (C stays unwritten)
         self._function(grid, tuple(kernel.block), args,
