@@ -427,3 +427,13 @@ def test_wrong_values_are_not_blamed_on_rounding():
     got[3, 5] += 1.0  # one element off by more than any rounding of the inputs explains
     d = summary_of(got, want, a64=p.a64, b64=p.b64)
     assert d.category == categories.WRONG_VALUES
+
+
+def test_one_whole_line_takes_a_singular_verb():
+    from pytest_gemm.judges.region import describe_region
+
+    mask = np.zeros((7, 9), dtype=bool)
+    mask[6] = True
+    assert describe_region(mask, "were never written")[0] == "row 6 (the last one) was never written"
+    mask[5] = True
+    assert describe_region(mask, "were never written")[0] == "rows 5..6 (the last 2) were never written"

@@ -124,7 +124,8 @@ def _same_part_of_each_tile(mask: np.ndarray, tiles: np.ndarray, tile: tuple[int
             f"columns {_fmt_ranges(runs_of(part.any(axis=0)))})")
 
 
-_SINGULAR = {"are wrong": "is wrong", "were never written": "was never written", "differ": "differs"}
+_SINGULAR = {"are wrong": "is wrong", "were never written": "was never written", "differ": "differs",
+             "were left unwritten": "was left unwritten"}
 
 
 def _verb(verb: str, count: int) -> str:

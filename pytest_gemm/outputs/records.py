@@ -26,9 +26,11 @@ _KNOWN = ("kernel", "precision", "check", "shape", "params", "outcome", "categor
 # (a fault or a race makes values wrong; wrong values make a timed output wrong).
 ROOT_CAUSE_ORDER: tuple[str, ...] = (
     cat.COMPILE_ERROR, cat.LAUNCH_ERROR, cat.FAULT, cat.TIMEOUT, cat.INPUT_MODIFIED, cat.OUT_OF_BOUNDS_WRITE,
-    cat.NONDETERMINISTIC, cat.UNWRITTEN_OUTPUT, cat.WRONG_VALUES, cat.BETA_ZERO_READS_C, cat.PRECISION_TOO_LOW,
-    cat.TIMING_ESCAPE, cat.STALE_OUTPUT,
+    cat.NONDETERMINISTIC, cat.UNWRITTEN_OUTPUT, cat.WRONG_VALUES, cat.BETA_ZERO_READS_C, cat.ALPHA_ZERO_READS_AB,
+    cat.PRECISION_TOO_LOW, cat.TIMING_ESCAPE, cat.STALE_OUTPUT,
 )
+# BLAS's zero-scalar rules: a kernel that breaks only these is right on every finite input, and ranked
+BLAS_ZERO_RULES = (cat.BETA_ZERO_READS_C, cat.ALPHA_ZERO_READS_AB)
 _CHECK_ORDER = ("compile", "launch", "exact", "coverage", "guards", "alphabeta", "beta_zero", "deterministic",
                 "accuracy", "speed", "sweep")
 
@@ -163,7 +165,45 @@ def _precision_evidence(checks: Sequence[CheckRecord]) -> bool:
     ks = {(r.shape or [0, 0, 0])[2] for r in accuracy_failed}
     if not accuracy_failed or len(ks) < 2 or any(r.category != cat.PRECISION_TOO_LOW for r in accuracy_failed):
         return False
-    return not any(r.failed and r.check in _CORRECTNESS and r.category == cat.WRONG_VALUES for r in checks)
+    # a wrong exact output whose errors are rounding-sized with no logic pattern (an fp16 or bf16
+    # accumulator, not rounded inputs) is explained the same way (checks/exact.py: exact_error)
+    return not any(r.failed and r.check in _CORRECTNESS and r.category == cat.WRONG_VALUES
+                   and not _rounding_sized(r) for r in checks)
+
+
+def _rounding_sized(r: CheckRecord) -> bool:
+    return r.check == "exact" and bool((r.facts.get("exact_error") or {}).get("rounding_sized"))
+
+
+def _k(r: CheckRecord) -> int:
+    return int((list(r.shape or []) + [0, 0, 0])[2])
+
+
+def _precision_onset(checks: Sequence[CheckRecord]) -> tuple[int, int] | None:
+    """Precision loss that starts at some K (fp16 or bf16 partial sums on a deep-K path):
+    (the first K that fails, the largest K below it that passed), or None. Evidence, all of:
+    every random-input failure matches a lower precision's rounding in size (precision_too_low);
+    every other correctness failure is an exact check whose errors are rounding-sized with no
+    logic pattern (``exact_error``, checks/exact.py) or a precision_too_low; nothing fails
+    below that K; and a random-input case below it passed: the loss grows with K."""
+    failed = [r for r in checks if r.failed and r.check in _CORRECTNESS]
+    accuracy = [r for r in failed if r.check == "accuracy"]
+    if not accuracy or any(r.category != cat.PRECISION_TOO_LOW for r in accuracy):
+        return None
+    for r in failed:
+        if r.category != cat.PRECISION_TOO_LOW and not (r.category == cat.WRONG_VALUES and _rounding_sized(r)):
+            return None
+    onset = min(_k(r) for r in failed)
+    below = [_k(r) for r in checks if r.check == "accuracy" and r.passed and _k(r) < onset]
+    if not below:
+        return None
+    return onset, max(_k(r) for r in checks if r.check in _CORRECTNESS and r.passed and _k(r) < onset)
+
+
+def _history(failed: Sequence[CheckRecord]) -> list[CheckRecord]:
+    """Failures whose evidence is that the output follows the call history (checks/deterministic.py:
+    a replay with a fresh history, or a stale result for new inputs), not chance."""
+    return [r for r in failed if r.facts.get("call_history") and r.category in (cat.STALE_OUTPUT, cat.UNWRITTEN_OUTPUT)]
 
 
 def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> str | None:
@@ -174,8 +214,13 @@ def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> st
         # the launcher's work is not on the caller's stream: not ordered after the harness's
         # uploads nor before its reads, so every other check's evidence is unreliable
         return cat.TIMING_ESCAPE
-    precision = _precision_evidence(checks)
+    precision = _precision_evidence(checks) or _precision_onset(checks) is not None
+    history = _history(failed)
     for category in ROOT_CAUSE_ORDER:
+        if category == cat.NONDETERMINISTIC and history:
+            # outputs that follow the call history explain launches that differ, and the wrong
+            # or unwritten values of the checks that met the state; a race would not
+            return min(history, key=_order).category
         if category == cat.WRONG_VALUES and precision:
             continue  # wrong values there are the lower precision's (none in a correctness check)
         if category in cats:
@@ -245,13 +290,19 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
     failed = [r for r in checks if r.failed and r.category not in cat.HARNESS_FAILURES]
     if failed:
         category = _primary(failed, checks)
-        candidates = [r for r in failed if r.category == category] or \
+        history = [r for r in _history(failed) if r.category == category]
+        candidates = history or [r for r in failed if r.category == category] or \
             [r for r in failed if r.category == cat.PRECISION_TOO_LOW] or failed
         head = _representative(candidates)
         diagnosis = head.first_line
         if category == cat.WRONG_VALUES and head.category == cat.PRECISION_TOO_LOW:
             diagnosis = ("random-input errors exceed the bound but do not follow a lower precision's rounding "
                          "(or the exact checks fail too): " + head.where)
+        onset = _precision_onset(checks) if category == cat.PRECISION_TOO_LOW else None
+        if onset is not None and not _precision_evidence(checks):
+            diagnosis = (f"precision is lost from K = {onset[0]} on (every check passed up to K = {onset[1]}): errors "
+                         "the size of a lower precision's rounding that start at a K, as partial sums held in fp16 "
+                         f"or bf16 on a deep-K path make them; {diagnosis}")
         return Verdict("failed", category, diagnosis, head.where, _consequences(failed, category), notes)
     if harness:
         return Verdict("incomplete", notes=notes)
@@ -273,8 +324,8 @@ def timing_trusted(result: KernelResult) -> bool:
     speed check's timing untrustworthy, and neither does reading C at beta == 0 (the kernel is
     right on finite C; it is ranked, marked)."""
     for r in result.checks:
-        if r.failed and r.category in (cat.BETA_ZERO_READS_C, cat.HARNESS_OUT_OF_MEMORY):
-            continue  # BLAS's beta == 0 rule alone (right on finite C); the harness's own failure
+        if r.failed and r.category in (*BLAS_ZERO_RULES, cat.HARNESS_OUT_OF_MEMORY):
+            continue  # BLAS's beta == 0 or alpha == 0 rule alone (right on finite inputs); the harness's own failure
         # (a harness_error is not: a check that could not run vouches for nothing, and a kernel
         # could raise one on purpose)
         if r.failed and (r.check not in TIMED_CHECKS or r.category in UNTRUSTED_TIMING):

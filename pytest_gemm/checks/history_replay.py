@@ -1,0 +1,83 @@
+"""Replay a Python launcher's determinism launches with a fresh call history: in two fresh
+processes at once, each loading the kernel by its spec and launching it ``runs`` times on the
+determinism check's inputs; they report the digests of the outputs (judges/history.py
+compares them). A CUDA kernel needs no process for this (its module is loaded again:
+checks/deterministic.py). Self-contained: the sandbox (checks/sandbox.py) is not involved,
+and the replay is bounded by ``DEADLINE`` so that it never costs the check its time limit.
+
+    python -m pytest_gemm.checks.history_replay SPEC INDEX ROOTDIR M N K RUNS SEED OUT.json
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+DEADLINE = 12.0  # seconds for both replays together (start-up, compile, launches)
+REPLAYS = 2
+
+
+def replay_in_fresh_processes(kernel: Any, shape: tuple[int, int, int], runs: int, seed: int) -> Any:
+    from .deterministic import Replay
+
+    origin = getattr(kernel, "origin_spec", None)
+    if origin is None:
+        return Replay("a Python launcher not loaded from a --gemm-kernel spec cannot be replayed in a fresh process")
+    spec, index = origin
+    with tempfile.TemporaryDirectory(prefix="gemm-replay-") as tmp:
+        outs = [Path(tmp) / f"replay{i}.json" for i in range(REPLAYS)]
+        procs = [subprocess.Popen([sys.executable, "-m", __name__, spec, str(index), os.getcwd(), *map(str, shape),
+                                   str(runs), str(seed), str(out)],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+                 for out in outs]
+        deadline = time.monotonic() + DEADLINE
+        late = False
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                late = True
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                proc.wait()
+        how = "replayed twice in fresh processes"
+        if late:
+            return Replay(f"the replays in fresh processes took longer than {DEADLINE:g} s")
+        try:
+            digests = [json.loads(out.read_text())["digests"] for out in outs]
+        except (OSError, ValueError, KeyError):
+            return Replay("a replay in a fresh process failed (the kernel could not be loaded or launched there)")
+    return Replay(how, digests)
+
+
+def main(argv: list[str]) -> int:
+    spec, index, rootdir, m, n, k, runs, seed, out = argv
+    from ..judges.history import digest
+    from ..judges.inputs import random_inputs
+    from ..kernels.device import require_device
+    from ..kernels.harness import harness_for
+    from ..kernels.loader import load_spec
+    from .common import run_kernel, to_numpy
+
+    if rootdir not in sys.path:
+        sys.path.insert(0, rootdir)
+    kernel = load_spec(spec, Path(rootdir))[int(index)]
+    h = harness_for(kernel, require_device())
+    problem = random_inputs(int(m), int(n), int(k), precision=kernel.precision, distribution="uniform",
+                            seed=int(seed))
+    digests = [digest(to_numpy(run_kernel(h, problem).c)) for _ in range(int(runs))]
+    Path(out).write_text(json.dumps({"digests": digests}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
