@@ -59,3 +59,81 @@ def test_replays_agree_call_for_call_or_not():
     assert replays_agree([a, [digest(RIGHT), digest(OTHER), digest(UNWRITTEN)]]) is False
     assert replays_agree([a]) is None
     assert digest(RIGHT) == digest(RIGHT.copy()) and digest(RIGHT) != digest(OTHER)
+
+
+# -- the determinism check's whole judgement (judges/history.judge_launches) -----------------------
+
+from pytest_gemm.judges.history import Replay, judge_launches  # noqa: E402
+
+PARTIAL = RIGHT.copy()
+PARTIAL[-1] = UNWRITTEN[-1]
+NOISY = RIGHT + np.float32(1e-6)
+
+
+def _replay(*sequences, outputs=True):
+    def replay():
+        replay.calls += 1
+        return Replay("replayed", [[digest(o) for o in seq] for seq in sequences], sequences[0] if outputs else None)
+    replay.calls = 0
+    return replay
+
+
+def test_deterministic_and_fresh_for_new_inputs_passes_without_a_replay():
+    replay = _replay([RIGHT] * 5)
+    assert judge_launches([RIGHT] * 5, RIGHT, OTHER, replay) is None and replay.calls == 0
+
+
+def test_a_cached_result_is_stale_even_when_the_launches_agree():
+    f = judge_launches([RIGHT] * 5, RIGHT, RIGHT.copy(), _replay())
+    assert f.category == "stale_output" and f.call_history == "new inputs at the same addresses"
+
+
+def test_first_call_only_is_unwritten_without_a_replay():
+    replay = _replay()
+    f = judge_launches([RIGHT, UNWRITTEN, UNWRITTEN, UNWRITTEN, UNWRITTEN], UNWRITTEN, UNWRITTEN, replay)
+    assert f.category == "unwritten_output" and f.summary.startswith("left C unwritten after its first call")
+    assert f.call_history and replay.calls == 0
+
+
+def test_a_race_stays_a_race_when_the_fresh_replays_differ():
+    f = judge_launches([RIGHT, NOISY, RIGHT, RIGHT, NOISY], RIGHT, OTHER,
+                       _replay([RIGHT, NOISY, NOISY, RIGHT, RIGHT], [RIGHT, RIGHT, NOISY, RIGHT, NOISY]))
+    assert f.category == "nondeterministic" and f.call_history is None
+    assert "a race (a missing __syncthreads, or float atomics)" in f.summary
+    assert any("a race, not state" in line for line in f.details)
+
+
+def test_state_is_named_when_the_fresh_replays_agree():
+    seq = [RIGHT, PARTIAL, RIGHT, PARTIAL, RIGHT]
+    f = judge_launches(seq, PARTIAL, OTHER, _replay(seq, list(seq)))
+    assert f.category == "unwritten_output" and f.call_history == "replayed"
+    assert "row 6 (the last one) was left unwritten on calls 2 and 4 of 5" in f.summary
+
+
+def test_a_replay_that_shows_nothing_or_cannot_run_leaves_a_race():
+    launches = [RIGHT, NOISY, RIGHT, RIGHT, RIGHT]
+    quiet = judge_launches(launches, RIGHT, OTHER, _replay([RIGHT] * 5, [RIGHT] * 5))
+    assert quiet.category == "nondeterministic" and any("did not differ as in this check" in d for d in quiet.details)
+    none = judge_launches(launches, RIGHT, OTHER, lambda: Replay("no spec"))
+    assert none.category == "nondeterministic" and any("not replayed" in d for d in none.details)
+    # replays that agree but bring back no outputs (nothing to name what changed): not called state
+    digests_only = judge_launches(launches, RIGHT, OTHER, _replay(launches, list(launches), outputs=False))
+    assert digests_only.category == "nondeterministic"
+
+
+def test_a_value_that_follows_the_history_is_stale():
+    seq = [RIGHT, OTHER, OTHER, OTHER, OTHER]  # from its second call on, another result
+    f = judge_launches(seq, RIGHT, NOISY, _replay(seq, list(seq)))
+    assert f.category == "stale_output" and "calls 2, 3, 4 and 5 of 5" in f.summary and "not a race" in f.summary
+
+
+def test_a_python_launcher_replay_says_why_it_could_not_run(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from pytest_gemm.checks.history_replay import replay_in_fresh_processes
+
+    r = replay_in_fresh_processes(SimpleNamespace(), (8, 8, 8), 5, 4)
+    assert r.agree is None and "not loaded from a --gemm-kernel spec" in r.how
+    monkeypatch.chdir(tmp_path)  # the fresh processes load the spec from here: it is not there
+    r = replay_in_fresh_processes(SimpleNamespace(origin_spec=("missing_module:k", 0)), (8, 8, 8), 5, 4)
+    assert r.agree is None and "a replay in a fresh process failed" in r.how

@@ -1,7 +1,7 @@
 """Replay a Python launcher's determinism launches with a fresh call history: in two fresh
 processes at once, each loading the kernel by its spec and launching it ``runs`` times on the
 determinism check's inputs; they report the digests of the outputs (judges/history.py
-compares them). A CUDA kernel needs no process for this (its module is loaded again:
+compares them) and the outputs themselves (``.npy`` beside the report, to name what changed). A CUDA kernel needs no process for this (its module is loaded again:
 checks/deterministic.py). Self-contained: the sandbox (checks/sandbox.py) is not involved,
 and the replay is bounded by ``DEADLINE`` so that it never costs the check its time limit.
 
@@ -19,12 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 DEADLINE = 12.0  # seconds for both replays together (start-up, compile, launches)
 REPLAYS = 2
 
 
 def replay_in_fresh_processes(kernel: Any, shape: tuple[int, int, int], runs: int, seed: int) -> Any:
-    from .deterministic import Replay
+    from ..judges.history import Replay
 
     origin = getattr(kernel, "origin_spec", None)
     if origin is None:
@@ -54,9 +56,10 @@ def replay_in_fresh_processes(kernel: Any, shape: tuple[int, int, int], runs: in
             return Replay(f"the replays in fresh processes took longer than {DEADLINE:g} s")
         try:
             digests = [json.loads(out.read_text())["digests"] for out in outs]
+            outputs = [np.load(out.with_suffix(f".{i}.npy")) for i in range(runs)]
         except (OSError, ValueError, KeyError):
             return Replay("a replay in a fresh process failed (the kernel could not be loaded or launched there)")
-    return Replay(how, digests)
+    return Replay(how, digests, outputs)
 
 
 def main(argv: list[str]) -> int:
@@ -74,8 +77,10 @@ def main(argv: list[str]) -> int:
     h = harness_for(kernel, require_device())
     problem = random_inputs(int(m), int(n), int(k), precision=kernel.precision, distribution="uniform",
                             seed=int(seed))
-    digests = [digest(to_numpy(run_kernel(h, problem).c)) for _ in range(int(runs))]
-    Path(out).write_text(json.dumps({"digests": digests}))
+    outputs = [to_numpy(run_kernel(h, problem).c) for _ in range(int(runs))]
+    for i, c in enumerate(outputs):  # the outputs themselves, for naming what changed
+        np.save(Path(out).with_suffix(f".{i}.npy"), c)
+    Path(out).write_text(json.dumps({"digests": [digest(c) for c in outputs]}))  # written last: complete
     return 0
 
 

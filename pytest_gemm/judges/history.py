@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
-from ..model.categories import STALE_OUTPUT, UNWRITTEN_OUTPUT
+from ..model.categories import NONDETERMINISTIC, STALE_OUTPUT, UNWRITTEN_OUTPUT
 from .region import describe_region
 from .sentinels import unwritten_mask
 
@@ -37,6 +37,7 @@ class HistoryFinding:
     category: str
     summary: str
     details: list[str] = field(default_factory=list)
+    call_history: str | None = None  # the evidence that the output follows the history, or None (a race)
 
 
 def digest(c: np.ndarray) -> str:
@@ -114,6 +115,18 @@ def sequence_finding(outputs: Sequence[np.ndarray], replayed: bool = False) -> H
                           "gave other results than call 1", [_STATE])
 
 
+class Replay:
+    """Replays of a check's launches with a fresh call history each: ``how`` they were made (or
+    why not), the first replay's outputs when it ran in this process, and whether the digest
+    sequences agree (True, False, or None: not replayed)."""
+
+    def __init__(self, how: str, digests: Sequence[Sequence[str]] | None = None,
+                 outputs: Sequence[np.ndarray] | None = None):
+        self.how = how
+        self.outputs = list(outputs or [])
+        self.agree = replays_agree(digests or [])
+
+
 def replays_agree(replays: Sequence[Sequence[str]]) -> bool | None:
     """Digest sequences of replays with a fresh history. True: identical call for call (the
     outputs follow the history); False: they differ (chance: a race); None: fewer than two."""
@@ -122,4 +135,42 @@ def replays_agree(replays: Sequence[Sequence[str]]) -> bool | None:
     return all(list(r) == list(replays[0]) for r in replays[1:])
 
 
-__all__ = ["HistoryFinding", "digest", "new_inputs_finding", "sequence_finding", "replays_agree"]
+def judge_launches(outputs: Sequence[np.ndarray], before: np.ndarray, after: np.ndarray,
+                   replay: Callable[[], Replay]) -> HistoryFinding | None:
+    """The determinism check's verdict. ``outputs``: launches on the same inputs; ``before`` and
+    ``after``: one launch each on two input sets written into the same buffers; ``replay``:
+    replays the same-input launches twice with a fresh call history (called only when needed).
+    None: deterministic and not stale."""
+    from .diagnose import compare_runs
+
+    found = new_inputs_finding(before, after)
+    if found is not None:
+        found.call_history = "new inputs at the same addresses"
+        return found
+    bits = [np.ascontiguousarray(o, dtype=np.float32).view(np.uint32) for o in outputs]
+    other = next((i for i in range(1, len(bits)) if not np.array_equal(bits[i], bits[0])), None)
+    if other is None:
+        return None
+    found = sequence_finding(outputs)
+    if found is not None:
+        found.call_history = "calls on the same inputs"
+        return found
+    d = compare_runs(outputs[0], outputs[other])
+    details = list(d.details) if d else []
+    r = replay()
+    if r.agree:
+        found = sequence_finding(r.outputs, replayed=True) if r.outputs else None
+        if found is not None:
+            found.call_history = r.how
+            return found
+        details.append(f"{r.how}: the results came back the same call for call, but did not differ as in "
+                       "this check (state from the calls before it, or a rare race)")
+    elif r.agree is False:
+        details.append(f"{r.how}: the two replays differ from each other too, so chance decides the "
+                       "output: a race, not state kept between calls")
+    else:
+        details.append(f"not replayed with a fresh call history: {r.how}")
+    return HistoryFinding(NONDETERMINISTIC, d.summary if d else "outputs differ between launches", details)
+
+
+__all__ = ["HistoryFinding", "Replay", "judge_launches", "digest", "new_inputs_finding", "sequence_finding", "replays_agree"]
