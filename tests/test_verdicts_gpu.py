@@ -4,7 +4,8 @@ atomics, Python launchers on the wrong stream, a coarse multiple_of) and on ever
 correct kernel of tests/broken/, and each kernel's verdict in the JSON report must be the one
 a careful reviewer would give: exactly one primary category, the right one.
 
-Needs a GPU (skipped with the reason without one). About two minutes on an H200 with -n 4.
+Needs a GPU (skipped with the reason without one). About two minutes on an H200 with -n 4
+(issue 27 added 12 kernels: the zero rules, deep-K half sums, rna TF32, call history, persistent).
 """
 from __future__ import annotations
 
