@@ -137,3 +137,22 @@ def test_a_python_launcher_replay_says_why_it_could_not_run(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)  # the fresh processes load the spec from here: it is not there
     r = replay_in_fresh_processes(SimpleNamespace(origin_spec=("missing_module:k", 0)), (8, 8, 8), 5, 4)
     assert r.agree is None and "a replay in a fresh process failed" in r.how
+
+
+def test_the_replay_reports_are_read_back(tmp_path):
+    import json
+
+    from pytest_gemm.checks.history_replay import read_replays
+
+    seq = [RIGHT, UNWRITTEN, UNWRITTEN]
+    paths = [tmp_path / f"replay{i}.json" for i in range(2)]
+    for path in paths:
+        for i, c in enumerate(seq):
+            np.save(path.with_suffix(f".{i}.npy"), c)
+        path.write_text(json.dumps({"digests": [digest(c) for c in seq]}))
+    r = read_replays(paths, len(seq))
+    assert r.agree is True and len(r.outputs) == 3 and np.array_equal(r.outputs[0], RIGHT)
+    paths[1].write_text(json.dumps({"digests": [digest(c) for c in (RIGHT, OTHER, UNWRITTEN)]}))
+    assert read_replays(paths, len(seq)).agree is False
+    paths[1].unlink()
+    assert "failed" in read_replays(paths, len(seq)).how

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,8 +35,8 @@ def replay_in_fresh_processes(kernel: Any, shape: tuple[int, int, int], runs: in
         outs = [Path(tmp) / f"replay{i}.json" for i in range(REPLAYS)]
         procs = [subprocess.Popen([sys.executable, "-m", __name__, spec, str(index), os.getcwd(), *map(str, shape),
                                    str(runs), str(seed), str(out)],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  start_new_session=True)
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 # in this process's group: ending the kernel's process (a timeout) ends its replays too
                  for out in outs]
         deadline = time.monotonic() + DEADLINE
         late = False
@@ -46,20 +45,24 @@ def replay_in_fresh_processes(kernel: Any, shape: tuple[int, int, int], runs: in
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 late = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                proc.kill()
                 proc.wait()
-        how = "replayed twice in fresh processes"
         if late:
             return Replay(f"the replays in fresh processes took longer than {DEADLINE:g} s")
-        try:
-            digests = [json.loads(out.read_text())["digests"] for out in outs]
-            outputs = [np.load(out.with_suffix(f".{i}.npy")) for i in range(runs)]
-        except (OSError, ValueError, KeyError):
-            return Replay("a replay in a fresh process failed (the kernel could not be loaded or launched there)")
-    return Replay(how, digests, outputs)
+        return read_replays(outs, runs)
+
+
+def read_replays(reports: list[Path], runs: int) -> Any:
+    """What the replay processes wrote: each its digests (``.json``, written last), the first
+    also its outputs (``.<call>.npy``)."""
+    from ..judges.history import Replay
+
+    try:
+        digests = [json.loads(path.read_text())["digests"] for path in reports]
+        outputs = [np.load(reports[0].with_suffix(f".{i}.npy")) for i in range(runs)]
+    except (OSError, ValueError, KeyError):
+        return Replay("a replay in a fresh process failed (the kernel could not be loaded or launched there)")
+    return Replay("replayed twice in fresh processes", digests, outputs)
 
 
 def main(argv: list[str]) -> int:
