@@ -132,6 +132,7 @@ def test_persisting_l2_is_released_before_every_timed_call():
     ("cached_by_shape", "returned an earlier call's result for new inputs"),
     ("first_call_per_shape", "left C unwritten after its first call"),
     ("counter_skips_last_row", "(the last one) was left unwritten on calls 2 and 4 of 5"),
+    ("persistent_no_reset", "left C unwritten after its first calls"),
     ("deep_k_fp16", "precision is lost from K = 2048 on"),
     ("deep_k_bf16", "precision is lost from K = 2048 on"),
     ("tf32_rna_inside_fp32", "TF32"),

@@ -27,6 +27,7 @@ def check_deterministic(h: Harness, shape: Shape, runs: int = RUNS,
     values in the same buffers give a new result (judges/history.py judges the outputs)."""
     from ..judges.history import judge_launches
     from ..judges.inputs import random_inputs
+    from .history_replay import replay_fresh_history
 
     problem = random_inputs(*shape, precision=h.kernel.precision, distribution="uniform", seed=SEED)
     outputs = [to_numpy(run_kernel(h, problem).c) for _ in range(runs)]
@@ -36,36 +37,12 @@ def check_deterministic(h: Harness, shape: Shape, runs: int = RUNS,
     other = random_inputs(*shape, precision=h.kernel.precision, distribution="uniform", seed=NEW_SEED)
     after = to_numpy(run_kernel(h, other, buffers=buffers).c)
     del buffers
-    found = judge_launches(outputs, before, after, lambda: replay_fresh_history(h, shape, runs))
+    found = judge_launches(outputs, before, after, lambda: replay_fresh_history(h, problem, runs))
     if found is None:
         return
     if found.call_history:
         record({"call_history": found.call_history})
     raise GemmCheckFailure(found.category, found.summary, found.details)
-
-
-def replay_fresh_history(h: Harness, shape: Shape, runs: int) -> Any:
-    """A CUDA kernel: its module loaded again (fresh ``__device__`` memory), twice, in this
-    process. A Python launcher: two fresh processes (checks/history_replay.py)."""
-    from ..judges.history import Replay, digest
-    from ..judges.inputs import random_inputs
-
-    if h.loaded.compiled is None:
-        from .history_replay import replay_in_fresh_processes
-
-        return replay_in_fresh_processes(h.kernel, shape, runs, SEED)
-    import copy
-
-    problem = random_inputs(*shape, precision=h.kernel.precision, distribution="uniform", seed=SEED)
-    digests, first_outputs = [], []
-    for attempt in range(2):
-        fresh = copy.copy(h)
-        fresh.loaded = h.loaded.fresh()
-        outs = [to_numpy(run_kernel(fresh, problem).c) for _ in range(runs)]
-        digests.append([digest(o) for o in outs])
-        if attempt == 0:
-            first_outputs = outs
-    return Replay("replayed twice with a fresh call history (the CUDA module loaded again)", digests, first_outputs)
 
 
 def run(h: Harness, shape: Shape, params: dict, record: Any, options: dict) -> None:

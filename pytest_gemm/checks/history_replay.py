@@ -1,9 +1,11 @@
-"""Replay a Python launcher's determinism launches with a fresh call history: in two fresh
-processes at once, each loading the kernel by its spec and launching it ``runs`` times on the
-determinism check's inputs; they report the digests of the outputs (judges/history.py
-compares them) and the outputs themselves (``.npy`` beside the report, to name what changed). A CUDA kernel needs no process for this (its module is loaded again:
-checks/deterministic.py). Self-contained: the sandbox (checks/sandbox.py) is not involved,
-and the replay is bounded by ``DEADLINE`` so that it never costs the check its time limit.
+"""Replay a kernel's launches with a fresh call history. A CUDA kernel: its module loaded
+again in this process (its ``__device__`` variables start from their initial values). A
+Python launcher: two fresh processes at once, each loading the kernel by its spec and
+launching it ``runs`` times on the determinism check's inputs (uniform random, by seed); they
+report the digests of the outputs (judges/history.py compares them) and the outputs
+themselves (``.npy`` beside the report, to name what changed). The sandbox
+(checks/sandbox.py) is not involved, and the replay is bounded by ``DEADLINE`` so that it
+never costs the check its time limit.
 
     python -m pytest_gemm.checks.history_replay SPEC INDEX ROOTDIR M N K RUNS SEED OUT.json
 """
@@ -22,6 +24,34 @@ import numpy as np
 
 DEADLINE = 12.0  # seconds for both replays together (start-up, compile, launches)
 REPLAYS = 2
+
+
+def with_fresh_history(h: Any) -> Any:
+    """A copy of the harness ``h`` whose CUDA kernel is loaded again (a fresh call history), or
+    None for a Python launcher (its state lives in its process)."""
+    import copy
+
+    if h.loaded.compiled is None:
+        return None
+    fresh = copy.copy(h)
+    fresh.loaded = h.loaded.fresh()
+    return fresh
+
+
+def replay_fresh_history(h: Any, problem: Any, runs: int) -> Any:
+    """``runs`` launches on ``problem``, twice, each time with a fresh call history."""
+    from ..judges.history import Replay, digest
+    from .common import run_kernel, to_numpy
+
+    if h.loaded.compiled is None:
+        return replay_in_fresh_processes(h.kernel, problem.shape, runs, problem.seed)
+    digests, first = [], []
+    for _ in range(REPLAYS):
+        fresh = with_fresh_history(h)
+        outs = [to_numpy(run_kernel(fresh, problem).c) for _ in range(runs)]
+        digests.append([digest(o) for o in outs])
+        first = first or outs
+    return Replay("replayed twice with a fresh call history (the CUDA module loaded again)", digests, first)
 
 
 def replay_in_fresh_processes(kernel: Any, shape: tuple[int, int, int], runs: int, seed: int) -> Any:
