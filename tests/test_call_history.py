@@ -13,14 +13,25 @@ UNWRITTEN = fill((7, 9))
 
 
 def test_the_previous_result_for_new_inputs_is_stale():
-    f = new_inputs_finding(RIGHT, RIGHT.copy())
+    f = new_inputs_finding(RIGHT, RIGHT.copy(), before_right=True)
     assert f.category == "stale_output" and "returned an earlier call's result for new inputs" in f.summary
-    assert new_inputs_finding(RIGHT, OTHER) is None  # a new result for new inputs: right
-    assert new_inputs_finding(UNWRITTEN, UNWRITTEN) is None  # wrote nothing either time: coverage's business
+    assert new_inputs_finding(RIGHT, OTHER, before_right=True) is None  # a new result for new inputs: right
+    assert new_inputs_finding(UNWRITTEN, UNWRITTEN, before_right=False) is None  # coverage's business
+
+
+def test_garbage_that_does_not_change_is_not_an_earlier_result():
+    # memory handed back by the allocator, the same both times: wrong, but no call computed it
+    assert new_inputs_finding(OTHER, OTHER.copy(), before_right=False) is None
+
+
+def test_a_result_that_is_exactly_another_checks_answer_is_stale():
+    f = new_inputs_finding(OTHER, OTHER.copy(), before_right=False, earlier="the exact check's inputs at 7x9x5")
+    assert f.category == "stale_output"
+    assert "for these inputs it wrote exactly A@B of the exact check's inputs at 7x9x5" in f.summary
 
 
 def test_nothing_written_for_new_inputs():
-    f = new_inputs_finding(RIGHT, UNWRITTEN)
+    f = new_inputs_finding(RIGHT, UNWRITTEN, before_right=True)
     assert f.category == "unwritten_output" and "left C unwritten for new inputs" in f.summary
 
 
@@ -51,6 +62,12 @@ def test_replayed_sequences_name_what_changed_with_the_history():
     f = sequence_finding([RIGHT, OTHER, OTHER, OTHER, OTHER], replayed=True)
     assert f.category == "stale_output" and "calls 2, 3, 4 and 5 of 5" in f.summary
     assert sequence_finding([RIGHT] * 5, replayed=True) is None
+
+
+def test_garbage_that_changes_with_the_history_is_not_named_state():
+    # the first output is not right for its inputs (memory handed back by the allocator): no history finding
+    assert sequence_finding([OTHER, UNWRITTEN, UNWRITTEN], first_right=False) is None
+    assert sequence_finding([OTHER, RIGHT, RIGHT], replayed=True, first_right=False) is None
 
 
 def test_replays_agree_call_for_call_or_not():
@@ -86,6 +103,12 @@ def test_deterministic_and_fresh_for_new_inputs_passes_without_a_replay():
 def test_a_cached_result_is_stale_even_when_the_launches_agree():
     f = judge_launches([RIGHT] * 5, RIGHT, RIGHT.copy(), _replay())
     assert f.category == "stale_output" and f.call_history == "new inputs at the same addresses"
+    # a cache keyed on the shape: every launch returns the exact check's answer
+    f = judge_launches([OTHER] * 5, OTHER, OTHER.copy(), _replay(), before_right=False,
+                       earlier="the exact check's inputs at 7x9x5")
+    assert f.category == "stale_output" and "exact check's inputs" in f.summary
+    # the allocator's garbage, the same every launch: not stale (wrong values, for other checks to say)
+    assert judge_launches([OTHER] * 5, OTHER, OTHER.copy(), _replay(), before_right=False) is None
 
 
 def test_first_call_only_is_unwritten_without_a_replay():
@@ -119,6 +142,10 @@ def test_a_replay_that_shows_nothing_or_cannot_run_leaves_a_race():
     # replays that agree but bring back no outputs (nothing to name what changed): not called state
     digests_only = judge_launches(launches, RIGHT, OTHER, _replay(launches, list(launches), outputs=False))
     assert digests_only.category == "nondeterministic"
+    # replays that agree on garbage: not state either
+    garbage = [OTHER, NOISY, OTHER, NOISY, OTHER]
+    f = judge_launches(garbage, RIGHT, OTHER, _replay(garbage, list(garbage)), right=lambda c: c is not OTHER)
+    assert f.category == "nondeterministic"
 
 
 def test_a_value_that_follows_the_history_is_stale():

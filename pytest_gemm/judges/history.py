@@ -55,34 +55,47 @@ def _calls(indices: Sequence[int]) -> str:
     return "call " + names[0] if len(names) == 1 else "calls " + ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def new_inputs_finding(before: np.ndarray, after: np.ndarray) -> HistoryFinding | None:
-    """``before``: a call's output; ``after``: the next call's, on other values written into the
-    same A and B (C refilled). Bit-identical: the earlier result was returned."""
+def new_inputs_finding(before: np.ndarray, after: np.ndarray, before_right: bool,
+                       earlier: str | None = None) -> HistoryFinding | None:
+    """``before``: a call's output, ``before_right`` whether it is right for that call's inputs
+    (within the accuracy bound), ``earlier`` what it is exactly when it is not (A@B of the inputs
+    of an earlier call, named), or None; ``after``: the next call's output, on other values
+    written into the same A and B (C refilled). Only a result that was right for some inputs
+    counts as stale: garbage that does not change (memory handed back by the allocator) is not
+    an earlier call's result."""
     b = np.ascontiguousarray(before, dtype=np.float32)
     a = np.ascontiguousarray(after, dtype=np.float32)
     if b.shape != a.shape or unwritten_mask(b).all():
         return None
+    cache = ["a cache keyed on the input addresses or the shape, not on their contents, returns stale results "
+             "to any caller that reuses its buffers", _STATE]
+    if earlier is not None:
+        return HistoryFinding(STALE_OUTPUT,
+                              f"returned an earlier call's result for new inputs: for these inputs it wrote exactly "
+                              f"A@B of {earlier}", cache)
+    if not before_right:
+        return None
     if np.array_equal(b.view(np.uint32), a.view(np.uint32)):
         return HistoryFinding(STALE_OUTPUT,
                               "returned an earlier call's result for new inputs: called again with new values in A "
-                              "and B (at the same addresses), it wrote the previous call's C bit for bit",
-                              ["a cache keyed on the input addresses or the shape, not on their contents, "
-                               "returns stale results to any caller that reuses its buffers", _STATE])
+                              "and B (at the same addresses), it wrote the previous call's C bit for bit", cache)
     if unwritten_mask(a).all():
         return HistoryFinding(UNWRITTEN_OUTPUT,
                               "left C unwritten for new inputs: called again with new values in A and B (at the "
-                              "same addresses), it wrote no element of C",
-                              [_STATE])
+                              "same addresses), it wrote no element of C", [_STATE])
     return None
 
 
-def sequence_finding(outputs: Sequence[np.ndarray], replayed: bool = False) -> HistoryFinding | None:
-    """Successive calls on the same inputs. Later calls that leave elements unwritten which the
-    first call wrote: ``unwritten_output``; with ``replayed`` (the sequence came back call for
-    call with a fresh history, so it is not chance) any other difference: ``stale_output``.
-    Without a replay only the unambiguous sign counts: a later call leaving all of C unwritten."""
+def sequence_finding(outputs: Sequence[np.ndarray], replayed: bool = False,
+                     first_right: bool = True) -> HistoryFinding | None:
+    """Successive calls on the same inputs, the first of them right (``first_right``: within the
+    accuracy bound; else nothing is said: garbage that changes is no call history). Later calls
+    that leave elements unwritten which the first call wrote: ``unwritten_output``; with
+    ``replayed`` (the sequence came back call for call with a fresh history, so it is not
+    chance) any other difference: ``stale_output``. Without a replay only the unambiguous sign
+    counts: a later call leaving all of C unwritten."""
     outs = [np.ascontiguousarray(o, dtype=np.float32) for o in outputs]
-    if len(outs) < 2:
+    if len(outs) < 2 or not first_right:
         return None
     first_unwritten = unwritten_mask(outs[0])
     if first_unwritten.all():
@@ -136,14 +149,17 @@ def replays_agree(replays: Sequence[Sequence[str]]) -> bool | None:
 
 
 def judge_launches(outputs: Sequence[np.ndarray], before: np.ndarray, after: np.ndarray,
-                   replay: Callable[[], Replay]) -> HistoryFinding | None:
+                   replay: Callable[[], Replay], before_right: bool = True,
+                   earlier: str | None = None,
+                   right: Callable[[np.ndarray], bool] = lambda c: True) -> HistoryFinding | None:
     """The determinism check's verdict. ``outputs``: launches on the same inputs; ``before`` and
-    ``after``: one launch each on two input sets written into the same buffers; ``replay``:
-    replays the same-input launches twice with a fresh call history (called only when needed).
-    None: deterministic and not stale."""
+    ``after``: one launch each on two input sets written into the same buffers (``before_right``
+    and ``earlier`` as ``new_inputs_finding`` takes them); ``replay``: replays the same-input
+    launches twice with a fresh call history (called only when needed); ``right``: whether an
+    output of those inputs is within the accuracy bound. None: deterministic and not stale."""
     from .diagnose import compare_runs
 
-    found = new_inputs_finding(before, after)
+    found = new_inputs_finding(before, after, before_right, earlier)
     if found is not None:
         found.call_history = "new inputs at the same addresses"
         return found
@@ -151,7 +167,7 @@ def judge_launches(outputs: Sequence[np.ndarray], before: np.ndarray, after: np.
     other = next((i for i in range(1, len(bits)) if not np.array_equal(bits[i], bits[0])), None)
     if other is None:
         return None
-    found = sequence_finding(outputs)
+    found = sequence_finding(outputs, first_right=right(outputs[0]))
     if found is not None:
         found.call_history = "calls on the same inputs"
         return found
@@ -159,7 +175,7 @@ def judge_launches(outputs: Sequence[np.ndarray], before: np.ndarray, after: np.
     details = list(d.details) if d else []
     r = replay()
     if r.agree:
-        found = sequence_finding(r.outputs, replayed=True) if r.outputs else None
+        found = sequence_finding(r.outputs, replayed=True, first_right=right(r.outputs[0])) if r.outputs else None
         if found is not None:
             found.call_history = r.how
             return found
