@@ -135,7 +135,8 @@ class CudaKernel:
     ``source`` is a path relative to the defining module, or the CUDA C text.
     ``entry`` is the ``extern "C"`` name or a template instantiation such as ``mm<16>``.
     Launch geometry: ``tile=(rows, cols)`` of C per block gives
-    ``grid = (ceil(N/cols), ceil(M/rows))``; or ``grid=lambda m, n, k: (...)``.
+    ``grid = (ceil(N/cols), ceil(M/rows))``; or ``grid=lambda m, n, k: (...)``, or
+    ``grid=lambda m, n, k, device: (device.sm_count, 1, 1)`` for a grid sized by the GPU.
     """
 
     source: str | os.PathLike[str]
