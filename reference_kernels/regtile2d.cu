@@ -28,6 +28,9 @@ gemm_regtile2d(const float* __restrict__ A, const float* __restrict__ B,
                float* __restrict__ C, int M, int N, int K,
                float alpha, float beta)
 {
+    if (alpha == 0.0f) {
+        K = 0;  // BLAS: with alpha == 0, A and B do not affect C (C = beta * C), even if they hold NaN
+    }
     __shared__ float As[BM * BK];  // row-major: BM rows of BK
     __shared__ float Bs[BK * BN];  // row-major: BK rows of BN
 

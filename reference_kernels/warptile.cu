@@ -76,6 +76,9 @@ gemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
               float* __restrict__ C, int M, int N, int K,
               float alpha, float beta)
 {
+    if (alpha == 0.0f) {
+        K = 0;  // BLAS: with alpha == 0, A and B do not affect C (C = beta * C), even if they hold NaN
+    }
     __shared__ __align__(16) float AsT[BK * AST];  // transposed: AsT[k * AST + row]
     __shared__ __align__(16) float Bs[BK * BN];    // row-major:  Bs[k * BN + col]
 

@@ -40,7 +40,7 @@ def summary_of(got, want, **kw) -> Diagnosis:
 
 def test_categories_constants():
     assert categories.WRONG_VALUES == "wrong_values"
-    assert len(categories.ALL) == 15 and len(set(categories.ALL)) == 15
+    assert len(categories.ALL) == 16 and len(set(categories.ALL)) == 16
     assert "harness_out_of_memory" in categories.ALL  # the harness's problem, not the kernel's
     assert set(categories.HARNESS_FAILURES) == {"harness_out_of_memory", "harness_error"} <= set(categories.ALL)
     assert "timing_escape" in categories.ALL and "stale_output" in categories.ALL
@@ -377,18 +377,24 @@ def test_race_with_unwritten_elements():
 
 # -- inputs rounded to a lower precision ----------------------------------------------
 
-def _mantissa(x: np.ndarray, bits: int, nearest: bool) -> np.ndarray:
-    """Independent of the judge: float32 -> float64 with ``bits`` explicit mantissa bits."""
+def _mantissa(x: np.ndarray, bits: int, nearest: bool | str) -> np.ndarray:
+    """Independent of the judge: float32 -> float64 with ``bits`` explicit mantissa bits;
+    ``nearest``: True ties to even, "away" ties away from zero, False truncation."""
     m, e = np.frexp(x.astype(np.float64))
     scaled = m * 2.0 ** (bits + 1)
-    kept = np.round(scaled) if nearest else np.trunc(scaled)  # np.round: ties to even
+    if nearest == "away":
+        kept = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
+    else:
+        kept = np.round(scaled) if nearest else np.trunc(scaled)  # np.round: ties to even
     return kept / 2.0 ** (bits + 1) * 2.0 ** e
 
 
 @pytest.mark.parametrize("bits, nearest, words", [
     (10, True, "fp16 or TF32"),
+    (10, "away", "TF32 rounded half away from zero (cvt.rna.tf32.f32)"),
     (10, False, "TF32 by truncation"),
     (7, True, "bf16 (7-bit"),
+    (7, "away", "bf16 rounded half away from zero"),
     (7, False, "bf16 by truncation"),
 ])
 def test_output_from_inputs_in_a_lower_precision(bits, nearest, words):
@@ -403,9 +409,31 @@ def test_output_from_inputs_in_a_lower_precision(bits, nearest, words):
     assert words in d.summary and "lower precision than it declares" in d.summary
 
 
+@pytest.mark.parametrize("bits", [10, 7])
+def test_ties_tell_the_two_roundings_to_nearest_apart(bits):
+    # Odd integers above 2^11 (2^8 for bf16) are ties: even and away-from-zero rounding differ
+    # there, so an rna kernel is not explained by the ties-to-even model, and is still recognised.
+    p, want = problem(32, 24, 2)
+    away = _mantissa(p.a64, bits, "away") @ _mantissa(p.b64, bits, "away")
+    even = _mantissa(p.a64, bits, True) @ _mantissa(p.b64, bits, True)
+    assert not np.array_equal(away, even)
+    d = summary_of(away.astype(np.float32), want, a64=p.a64, b64=p.b64)
+    assert d.category == categories.PRECISION_TOO_LOW and "away from zero" in d.summary
+
+
 def test_wrong_values_are_not_blamed_on_rounding():
     p, want = problem(32, 24, 2)  # K = 2: the largest exact inputs, up to about 2^11.5
     got = (_mantissa(p.a64, 10, False) @ _mantissa(p.b64, 10, False)).astype(np.float32)
     got[3, 5] += 1.0  # one element off by more than any rounding of the inputs explains
     d = summary_of(got, want, a64=p.a64, b64=p.b64)
     assert d.category == categories.WRONG_VALUES
+
+
+def test_one_whole_line_takes_a_singular_verb():
+    from pytest_gemm.judges.region import describe_region
+
+    mask = np.zeros((7, 9), dtype=bool)
+    mask[6] = True
+    assert describe_region(mask, "were never written")[0] == "row 6 (the last one) was never written"
+    mask[5] = True
+    assert describe_region(mask, "were never written")[0] == "rows 5..6 (the last 2) were never written"

@@ -219,3 +219,82 @@ def test_the_summary_says_compiled_only_when_no_gpu_check_ran():
                 "message": "no usable GPU: cudaErrorInsufficientDriver"}]
     text = "\n".join(summary_lines(SimpleNamespace(results=records), None))
     assert "k: compiled only (no GPU check ran: only the compile checks)" in text
+
+
+# -- issue 27: the last wrong root causes -----------------------------------------------------
+
+def _exact_err(shape, sized=True, outcome="failed"):
+    return rec("exact", outcome, "wrong_values" if outcome == "failed" else None, shape,
+               exact_error={"k": shape[2], "max_ratio": 800.0, "rounding_sized": sized, "pattern": not sized})
+
+
+DEEP_K_PASSES = [rec("exact", shape=(1024, 1024, 1024)), rec("accuracy", shape=(256, 256, 16)),
+                 rec("accuracy", shape=(256, 256, 1024))]
+DEEP_K_FAILS = [_exact_err((2048, 2048, 2048)), _exact_err((128, 128, 65536)),
+                fail("accuracy", "precision_too_low", (129, 131, 4096)),
+                fail("accuracy", "precision_too_low", (129, 131, 4096))]
+
+
+def test_precision_loss_that_starts_at_a_k_is_precision_too_low_naming_that_k():
+    v = kernel_verdict(DEEP_K_PASSES + DEEP_K_FAILS)
+    assert v.primary_category == "precision_too_low"
+    assert "from K = 2048 on" in v.diagnosis and "up to K = 1024" in v.diagnosis
+    assert [c.split(":")[0] for c in v.consequences] == ["exact"]  # the exact failures: the same loss
+
+
+def test_precision_loss_needs_a_passing_case_below_its_k_and_rounding_sized_exact_errors():
+    # nothing passed below the first failing K: no growth with K shown, and one accuracy K only
+    assert kernel_verdict(DEEP_K_FAILS).primary_category == "wrong_values"
+    # an exact error with a logic pattern (or NaN) is a logic error, whatever accuracy says
+    logic = [_exact_err((2048, 2048, 2048), sized=False), *DEEP_K_FAILS[1:]]
+    assert kernel_verdict(DEEP_K_PASSES + logic).primary_category == "wrong_values"
+    # a failure below the onset: not a loss that starts at a K
+    early = DEEP_K_PASSES + DEEP_K_FAILS + [fail("exact", "wrong_values", (17, 33, 65))]
+    assert kernel_verdict(early).primary_category == "wrong_values"
+    # random-input errors beyond any rounding: wrong values
+    beyond = DEEP_K_PASSES + DEEP_K_FAILS[:2] + [fail("accuracy", "wrong_values", (129, 131, 4096))]
+    assert kernel_verdict(beyond).primary_category == "wrong_values"
+
+
+def test_an_accumulator_in_half_precision_at_every_k_is_precision_too_low():
+    # bf16/fp16 sums everywhere: accuracy fails at every K, exact errors are rounding-sized
+    checks = [fail("accuracy", "precision_too_low", (256, 256, k)) for k in (16, 256, 1024)] + \
+             [_exact_err((s, s, s)) for s in (64, 512)]
+    assert kernel_verdict(checks).primary_category == "precision_too_low"
+
+
+def test_outputs_that_follow_the_call_history_are_not_a_race():
+    stale = rec("deterministic", "failed", "stale_output", (1000, 1000, 1000),
+                "[stale_output] returned an earlier call's result for new inputs", call_history="new inputs")
+    v = kernel_verdict([fail("exact", "wrong_values"), fail("coverage", "wrong_values"), stale])
+    assert v.primary_category == "stale_output" and "earlier call's result" in v.diagnosis
+    assert v.primary_check == "deterministic 1000x1000x1000" and len(v.consequences) == 2  # exact, coverage
+    # the same category from a timed check is no history evidence: wrong values come first
+    assert kernel_verdict([fail("exact", "wrong_values"), fail("speed", "stale_output")]).primary_category == \
+        "wrong_values"
+
+
+def test_left_unwritten_after_its_first_call_speaks_for_the_kernel():
+    history = rec("deterministic", "failed", "unwritten_output", (128, 128, 16384),
+                  "[unwritten_output] left C unwritten after its first call", call_history="calls on the same inputs")
+    coverage = [fail("coverage", "unwritten_output", (s, s, s), "[unwritten_output] no element of C was written")
+                for s in (1, 17, 127)]
+    v = kernel_verdict([*coverage, history])
+    assert v.primary_category == "unwritten_output" and v.diagnosis == "left C unwritten after its first call"
+    # a race stays a race
+    race = kernel_verdict([*coverage, fail("deterministic", "nondeterministic")])
+    assert race.primary_category == "nondeterministic"
+    # and a fault is still more fundamental than state
+    assert kernel_verdict([history, fail("exact", "fault")]).primary_category == "fault"
+
+
+def test_breaking_only_the_alpha_zero_rule_is_ranked_like_the_beta_zero_rule():
+    from pytest_gemm.outputs.records import KernelResult
+
+    timing = {"median_ms": 1.0, "min_ms": 1.0, "spread": 0.0, "tflops": 1.0}
+    checks = [rec("exact"), rec("alphabeta"), fail("beta_zero", "alpha_zero_reads_ab"), rec("speed", timing=timing)]
+    v = kernel_verdict(checks)
+    assert v.primary_category == "alpha_zero_reads_ab" and v.consequences == []
+    assert timing_trusted(KernelResult.of("k", "fp32", checks))
+    assert kernel_verdict([fail("exact", "wrong_values"), fail("beta_zero", "alpha_zero_reads_ab")]).primary_category \
+        == "wrong_values"

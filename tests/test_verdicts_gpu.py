@@ -5,7 +5,8 @@ correct kernel of tests/broken/, and each kernel's verdict in the JSON report mu
 a careful reviewer would give: exactly one primary category, the right one.
 
 Needs a GPU (skipped with the reason without one). About two minutes on an H200 with -n 4; it
-runs beside the other GPU tests' runs (tests/gpu_runs.py).
+runs beside the other GPU tests' runs (tests/gpu_runs.py). Issue 27 added 12 kernels: the zero
+rules, deep-K half sums, rna TF32, call history, persistent.
 """
 from __future__ import annotations
 
@@ -123,3 +124,30 @@ def test_persisting_l2_is_released_before_every_timed_call():
 
     time_gpu(greedy, flops=1.0, l2_bytes=found.l2_bytes, min_repeats=5, max_repeats=5, settle_ms=0)
     assert seen[-5:] == [0] * 5, seen
+
+
+# -- issue 27: the root causes and sentences of the last wrong verdicts --------------------------
+
+@pytest.mark.parametrize("name, words", [
+    ("cached_by_address", "returned an earlier call's result for new inputs"),
+    ("cached_by_shape", "returned an earlier call's result for new inputs"),
+    ("first_call_per_shape", "left C unwritten after its first call"),
+    ("counter_skips_last_row", "(the last one) was left unwritten on calls 2 and 4 of 5"),
+    ("persistent_no_reset", "left C unwritten after its first calls"),
+    ("deep_k_fp16", "precision is lost from K = 2048 on"),
+    ("deep_k_bf16", "precision is lost from K = 2048 on"),
+    ("tf32_rna_inside_fp32", "TF32"),
+    ("filters_nan", "Inf"),
+    ("beta_guard_only", "with alpha == 0 the kernel read A or B"),
+])
+def test_the_root_cause_is_said_in_words(report: dict[str, Any], name: str, words: str):
+    k = _kernel(report, name)
+    assert words in (k["diagnosis"] or ""), k["diagnosis"]
+
+
+def test_a_race_is_still_a_race_after_a_fresh_history(report: dict[str, Any]):
+    """A CUDA kernel replayed with its module loaded again, a Python launcher in fresh processes."""
+    for name in ("float_atomics", "split_k_atomic8"):
+        k = _kernel(report, name)
+        said = " ".join(c["message"] or "" for c in k["checks"] if c["check"] == "deterministic")
+        assert "two replays differ from each other too" in said and "a race, not state" in said, said

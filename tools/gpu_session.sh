@@ -17,7 +17,7 @@
 #                                       # cuBLAS fp32/fp16 and our rungs, cuBLAS's kernel per process (ncu),
 #                                       # the tensor candidates  ~4 min
 #   bash tools/gpu_session.sh sizes     # the top rungs and cuBLAS ranked at 2048^3 and 8192^3  ~1 min
-#   bash tools/gpu_session.sh verdicts  # one root cause per kernel (tests/test_verdicts_gpu.py)  ~3 min
+#   bash tools/gpu_session.sh verdicts  # one root cause per kernel (tests/test_verdicts_gpu.py)  ~4 min
 #   bash tools/gpu_session.sh hang      # a hanging student graded with default options (goal: < 60 s)
 #   bash tools/gpu_session.sh scale     # 64 kernels in one -n 4 session, speed checks, no GPU lock  ~3 min
 #   bash tools/gpu_session.sh class     # a generated class of CLASS_SIZE (100) students, --jobs CLASS_JOBS (12),
@@ -156,11 +156,11 @@ for stage in "$@"; do
         --sizes 4096 --rounds 3 --out "$out/candidates.json" 2>&1 | tail -14 | tee "$out/candidates.txt"
       ;;
     verdicts)
-      # one root cause per kernel: the whole suite on tests/broken and tests/verdicts (~3 min);
+      # one root cause per kernel: the whole suite on tests/broken and tests/verdicts (~4 min);
       # VERDICT_KERNELS=own_stream,current_stream narrows it; VERDICT_TORCH=1 adds the torch and Triton
       # launchers (tests/verdicts THIRD_PARTY)
       PYTEST_GEMM_VERDICT_KERNELS="${VERDICT_KERNELS:-}" PYTEST_GEMM_TORCH="${VERDICT_TORCH:-}" \
-        walled verdicts 330 python3 -m pytest tests/test_verdicts_gpu.py -p no:cacheprovider -q -rfEs \
+        walled verdicts 420 python3 -m pytest tests/test_verdicts_gpu.py -p no:cacheprovider -q -rfEs \
         --basetemp=/tmp/gemm-verdicts > "$out/verdicts.txt" 2>&1
       cp /tmp/gemm-verdicts/verdicts0/report.json "$out/verdicts.json" 2>/dev/null
       tail -30 "$out/verdicts.txt"

@@ -1,21 +1,48 @@
 """Exact correctness: integer inputs small enough that every product and partial sum is
-exact in the kernel's precision, compared bit for bit with the float64 reference."""
+exact in the kernel's precision, compared bit for bit with the float64 reference.
+
+A wrong output records ``exact_error``: its K, its largest error in u|A||B| and whether the
+errors are the size of a lower precision's rounding with no recognised logic pattern; the
+verdict reads it to tell precision loss that starts at some K (half-precision partial sums on
+a deep-K path) from a logic error (outputs/records.py)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .common import Harness, assert_exact, reference_f32, run_kernel
+from ..model import categories as cat
+from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
 
 
-def check_exact(h: Harness, shape: Shape, seed: int = 0) -> None:
+def check_exact(h: Harness, shape: Shape, seed: int = 0,
+                record: Callable[[dict[str, Any]], None] = lambda facts: None) -> None:
     """Integer inputs, every product and sum exact: the output must match bit for bit."""
     from ..judges.inputs import exact_inputs
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=seed)
     result = run_kernel(h, problem)
-    assert_exact(h, result, reference_f32(problem), problem)
+    ref64 = reference_f32(problem)
+    try:
+        assert_exact(h, result, ref64, problem)
+    except GemmCheckFailure as exc:
+        if exc.category == cat.WRONG_VALUES:
+            record({"exact_error": _error_size(h, result.c, ref64, problem, bool(getattr(exc, "pattern", False)))})
+        raise
+
+
+def _error_size(h: Harness, got: Any, ref64: Any, problem: Any, pattern: bool) -> dict[str, Any]:
+    import cupy
+
+    from ..judges.bounds import rounding_sized
+    from ..judges.reference import abs_product
+
+    gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
+    facts = rounding_sized(got, ref64, gauge, problem.k, h.kernel.precision, xp=cupy)
+    facts["rounding_sized"] = facts["rounding_sized"] and not pattern
+    facts["pattern"] = pattern
+    return facts
 
 
 def run(h: Harness, shape: Shape, params: dict, record: Any, options: dict) -> None:
-    check_exact(h, shape)
+    check_exact(h, shape, record=record)

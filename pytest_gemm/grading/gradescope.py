@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from ..checks import registry
 from ..measure.quiet import busy_note
 from ..model.categories import HARNESS_OUT_OF_MEMORY
-from ..outputs.records import NO_GPU_PREFIX, UNTRUSTED_TIMING, CheckRecord, RunResults, as_records
+from ..outputs.records import BLAS_ZERO_RULES, NO_GPU_PREFIX, UNTRUSTED_TIMING, CheckRecord, RunResults, as_records
 from .config import (CHECKS, DEFAULT_WEIGHTS, VISIBILITIES, GradingConfig, user_test_record,  # noqa: F401
                      visibility_from_marker, weight_from_marker)
 
@@ -278,7 +278,7 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
     if submission is not None:
         result_of = results.get(submission)
         verdict = result_of.verdict if result_of is not None else None
-        blas_rule_only = verdict is not None and verdict.primary_category == "beta_zero_reads_c" \
+        blas_rule_only = verdict is not None and verdict.primary_category in BLAS_ZERO_RULES \
             and not verdict.consequences
         correct = verdict is not None and (verdict.status == "passed" or blas_rule_only) and result_of.trusted
         categories = [verdict.primary_category or "failed"] if verdict is not None and verdict.status == "failed" else []

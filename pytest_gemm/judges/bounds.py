@@ -251,6 +251,28 @@ def check_accuracy(got: Any, ref64: Any, absprod64: Any, k: int, precision: str 
                           f"({bound}): the result is wrong, not imprecise", details)
 
 
+def rounding_sized(got: Any, ref64: Any, absprod64: Any, k: int, precision: str | Precision,
+                   xp: Any = numpy) -> dict[str, Any]:
+    """Whether the errors of a wrong exact output are the size of a lower precision's rounding
+    at this K: no NaN, and every finite error within the widest band ``_suspects`` names
+    (16 units of bf16's roundoff, in u|A||B|). Infinities are allowed: a half-precision sum
+    overflows (fp16's range ends at 65504) where float32 does not. The verdict reads this
+    fact to tell precision loss that starts at some K from a logic error (outputs/records.py)."""
+    p = get_precision(precision)
+    k = _check_k(k)
+    g = xp.asarray(got, dtype=xp.float32).astype(xp.float64)
+    ref = xp.asarray(ref64, dtype=xp.float64)
+    gauge = UNIT_ROUNDOFF * xp.asarray(absprod64, dtype=xp.float64)
+    finite = xp.isfinite(g)
+    err = xp.where(finite, xp.abs(g - ref), 0.0)
+    ratio = xp.where(gauge > 0, err / xp.where(gauge > 0, gauge, 1.0), xp.where(err == 0, 0.0, xp.inf))
+    max_ratio = _host_scalar(ratio.max()) if ratio.size else 0.0
+    band = max(b for b, _ in _suspects(k, p.name))
+    nan = bool(_host_scalar(xp.isnan(g).any()))
+    return {"k": k, "max_ratio": max_ratio if math.isfinite(max_ratio) else None,
+            "rounding_sized": (not nan) and math.isfinite(max_ratio) and max_ratio <= band}
+
+
 def assert_accurate(got: Any, ref64: Any, absprod64: Any, k: int, precision: str | Precision,
                     xp: Any = numpy) -> AccuracyReport:
     """``check_accuracy``, raising GemmCheckFailure when it fails; returns the report when it passes."""
@@ -270,5 +292,5 @@ def tolerance_report(ks: tuple[int, ...] = (1, 16, 256, 1024, 4096)) -> str:
 
 __all__ = [
     "UNIT_ROUNDOFF", "AccuracyReport", "allowed_ratio", "fp32_ratio", "tensor_core_ratio", "check_accuracy",
-    "assert_accurate", "tolerance_report",
+    "assert_accurate", "tolerance_report", "rounding_sized",
 ]

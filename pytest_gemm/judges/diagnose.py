@@ -37,9 +37,12 @@ class Diagnosis:
     details: list[str] = field(default_factory=list)
     count: int = 0                                # elements wrong
     first: tuple[int, int, float, float] | None = None  # (row, col, got, want) of the first, row-major
+    pattern: bool = False                         # a whole-result mistake was recognised (value_pattern)
 
     def failure(self) -> GemmCheckFailure:
-        return GemmCheckFailure(self.category, self.summary, self.details)
+        exc = GemmCheckFailure(self.category, self.summary, self.details)
+        exc.pattern = self.pattern  # type: ignore[attr-defined]  # read by the exact check's facts
+        return exc
 
 
 def _mismatch(got: Any, want: Any, xp: Any) -> tuple[Any, Any, Any]:
@@ -82,6 +85,7 @@ def _analyse(g: np.ndarray, w: np.ndarray, bad: np.ndarray, tile: tuple[int, int
     m, n = g.shape
     unwritten = unwritten_mask(g)
     written = ~unwritten
+    recognised = False
     count = int(bad.sum())
     first = _first(bad, g, w)
     r, c, gv, wv = first
@@ -107,6 +111,7 @@ def _analyse(g: np.ndarray, w: np.ndarray, bad: np.ndarray, tile: tuple[int, int
     else:
         category = WRONG_VALUES
         pattern = value_pattern(g, w, bad, written, a64, b64)
+        recognised = pattern is not None
         if pattern is not None:
             summary, details = pattern
         else:
@@ -117,7 +122,7 @@ def _analyse(g: np.ndarray, w: np.ndarray, bad: np.ndarray, tile: tuple[int, int
     note = nan_note(g, written, w)
     if note:
         details.append(note)
-    return Diagnosis(category, summary, head + details, count, first)
+    return Diagnosis(category, summary, head + details, count, first, recognised)
 
 
 def assert_bit_identical(got: Any, want: Any, *, tile: tuple[int, int] | None = None, a64: Any = None,

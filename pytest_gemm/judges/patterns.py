@@ -94,19 +94,33 @@ def _round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
     return u.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
+def _round_mantissa_away(x: np.ndarray, bits: int) -> np.ndarray:
+    """float32 values rounded to ``bits`` explicit mantissa bits, nearest with ties away from zero
+    (``cvt.rna.tf32.f32``), as float64: half an ulp added to the magnitude, then truncated."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    drop = 23 - bits
+    u = (u + np.uint64(1 << (drop - 1))) & ~np.uint64((1 << drop) - 1)
+    return u.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
 def _truncate_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
     """float32 values with all but ``bits`` explicit mantissa bits dropped (towards zero), as float64."""
     u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
     return (u & np.uint32(0xFFFFFFFF ^ ((1 << (23 - bits)) - 1))).view(np.float32).astype(np.float64)
 
 
-# Rounded to nearest: a conversion (__float2half, cvt.rna.tf32, __float2bfloat16). Truncated:
-# float32 fed to tensor cores as TF32 (Triton's default tl.dot on fp32, a TF32 wmma/mma fed raw
-# floats) keeps the top 10 mantissa bits and drops the rest.
+# Three roundings of each lower precision. To nearest, ties to even: a conversion (__float2half_rn,
+# __float2bfloat16_rn, wmma::__float_to_tf32). To nearest, ties away from zero: cvt.rna.tf32.f32
+# (CUTLASS's default float -> tfloat32_t) and its bf16 twin, adding half an ulp to the bits.
+# Truncated: float32 fed to tensor cores as TF32 (Triton's default tl.dot on fp32, a TF32 wmma/mma
+# fed raw floats) keeps the top 10 mantissa bits and drops the rest. The roundings differ only on
+# ties (and truncation on every inexact value), so the first that explains the output names it.
 _LOWER = (("fp16 or TF32 (10-bit mantissa)", lambda x: _round_mantissa(x, 10)),
+          ("TF32 rounded half away from zero (cvt.rna.tf32.f32)", lambda x: _round_mantissa_away(x, 10)),
           ("TF32 by truncation (the low 13 mantissa bits dropped, as tensor cores do when fed float32)",
            lambda x: _truncate_mantissa(x, 10)),
           ("bf16 (7-bit mantissa)", lambda x: _round_mantissa(x, 7)),
+          ("bf16 rounded half away from zero", lambda x: _round_mantissa_away(x, 7)),
           ("bf16 by truncation (the low 16 bits dropped)", lambda x: _truncate_mantissa(x, 7)))
 
 

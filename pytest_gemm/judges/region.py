@@ -124,7 +124,8 @@ def _same_part_of_each_tile(mask: np.ndarray, tiles: np.ndarray, tile: tuple[int
             f"columns {_fmt_ranges(runs_of(part.any(axis=0)))})")
 
 
-_SINGULAR = {"are wrong": "is wrong", "were never written": "was never written", "differ": "differs"}
+_SINGULAR = {"are wrong": "is wrong", "were never written": "was never written", "differ": "differs",
+             "were left unwritten": "was left unwritten"}
 
 
 def _verb(verb: str, count: int) -> str:
@@ -193,7 +194,8 @@ def _whole_lines(mask: np.ndarray, verb: str, tile: tuple[int, int] | None) -> t
             reason = _ragged_reason(axis, ranges, size, tile)
             if reason:
                 reasons.append(reason)
-    summary = " and ".join(parts) + f" {verb}"
+    single = len(parts) == 1 and int(mask.any(axis=0).sum() if use_cols else mask.any(axis=1).sum()) == 1
+    summary = " and ".join(parts) + f" {_verb(verb, 1) if single else verb}"  # "row 6 (the last one) was"
     details: list[str] = []
     if reasons:
         summary += ": " + " and ".join(reasons)

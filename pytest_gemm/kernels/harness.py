@@ -110,11 +110,21 @@ class Harness:
         return a, b, c
 
     def run(self, problem: GemmProblem, *, alpha: float = 1.0, beta: float = 0.0,
-            c_init: np.ndarray | None = None) -> LaunchResult:
-        """One launch on fresh guarded buffers; C holds the fill sentinel unless ``c_init`` is given."""
+            c_init: np.ndarray | None = None,
+            buffers: tuple[GuardedMatrix, GuardedMatrix, GuardedMatrix] | None = None) -> LaunchResult:
+        """One launch on fresh guarded buffers; C holds the fill sentinel unless ``c_init`` is given.
+        ``buffers`` (from ``upload``): launch on those instead, the problem's values written into
+        them first (new inputs at the same addresses, as a caller reusing its buffers does)."""
         import cupy
 
-        a, b, c = self.upload(problem, c_init)
+        if buffers is None:
+            a, b, c = self.upload(problem, c_init)
+        else:
+            a, b, c = buffers
+            for matrix, host in ((a, problem.a), (b, problem.b),
+                                 (c, fill((problem.m, problem.n)) if c_init is None else c_init)):
+                matrix.array.set(np.ascontiguousarray(host).astype(matrix.array.dtype, copy=False))
+                matrix.original = matrix.array.copy()
         self.loaded(a.array, b.array, c.array, problem.m, problem.n, problem.k, alpha, beta)
         cupy.cuda.runtime.deviceSynchronize()
         return LaunchResult(c.array, c.damage(), a.damage(), b.damage(), a.changed(), b.changed())

@@ -66,6 +66,22 @@ class LoadedKernel:
         self._module = cupy.RawModule(path=str(path))
         self._function = self._module.get_function(self.compiled.lowered_name)
 
+    def fresh(self) -> "LoadedKernel":
+        """The same kernel with a fresh call history: a CUDA kernel's code loaded again as a new
+        module (its ``__device__`` variables start from their initial values); a Python
+        launcher's state cannot be reset in this process, so it is returned as it is."""
+        if self.compiled is None:
+            return self
+        import cupy
+
+        again = object.__new__(LoadedKernel)
+        again.kernel, again.device, again.compiled = self.kernel, self.device, self.compiled
+        path = Path(tempfile.mkdtemp(prefix="gemm-")) / "fresh.cubin"
+        path.write_bytes(self.compiled.code)
+        again._module = cupy.RawModule(path=str(path))
+        again._function = again._module.get_function(self.compiled.lowered_name)
+        return again
+
     def prepare(self, m: int, n: int, k: int) -> None:
         """Raise the dynamic shared-memory limit when a launch needs more than 48 KB."""
         if isinstance(self.kernel, CudaKernel):
@@ -90,7 +106,7 @@ class LoadedKernel:
         args = tuple(values[t] for t in kernel.tokens)
         self.prepare(m, n, k)
         try:
-            grid = kernel.launch_grid(m, n, k)
+            grid = kernel.launch_grid(m, n, k, self.device)
         except EmptyGridError:
             return  # CUDA refuses an empty grid; the kernel simply computes nothing here (C stays unwritten)
         self._function(grid, tuple(kernel.block), args,

@@ -18,6 +18,8 @@ LAUNCH_ERROR = "launch_error"
 TIMING_ESCAPE = "timing_escape"
 STALE_OUTPUT = "stale_output"
 BETA_ZERO_READS_C = "beta_zero_reads_c"
+# BLAS's other zero rule: with alpha == 0, A and B are not read (C = beta*C); NaN in A or B shows it.
+ALPHA_ZERO_READS_AB = "alpha_zero_reads_ab"
 # The test harness (not the kernel) ran out of GPU memory, after freeing and retrying once:
 # the check could not be run, which is no verdict on the kernel.
 HARNESS_OUT_OF_MEMORY = "harness_out_of_memory"
@@ -42,6 +44,7 @@ ALL: tuple[str, ...] = (
     TIMING_ESCAPE,
     STALE_OUTPUT,
     BETA_ZERO_READS_C,
+    ALPHA_ZERO_READS_AB,
     HARNESS_OUT_OF_MEMORY,
     HARNESS_ERROR,
 )
@@ -78,7 +81,7 @@ __all__ = [
     "ALL", "GemmCheckFailure",
     "WRONG_VALUES", "UNWRITTEN_OUTPUT", "OUT_OF_BOUNDS_WRITE", "INPUT_MODIFIED", "NONDETERMINISTIC",
     "PRECISION_TOO_LOW", "FAULT", "TIMEOUT", "COMPILE_ERROR", "LAUNCH_ERROR", "TIMING_ESCAPE", "STALE_OUTPUT",
-    "BETA_ZERO_READS_C",
+    "BETA_ZERO_READS_C", "ALPHA_ZERO_READS_AB",
     "HARNESS_OUT_OF_MEMORY", "HARNESS_ERROR", "HARNESS_FAILURES",
 ]
 

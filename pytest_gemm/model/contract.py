@@ -22,7 +22,21 @@ REQUIRED_TOKENS = ("A", "B", "C", "M", "N", "K")
 SUPPORTED_ARCHES = _arches.claimable_arches(_arches.FALLBACK_ARCHES)
 MAX_THREADS_PER_BLOCK = 1024
 
-GridFn = Callable[[int, int, int], Sequence[int]]
+GridFn = Union[Callable[[int, int, int], Sequence[int]], Callable[[int, int, int, Any], Sequence[int]]]
+
+
+def grid_takes_device(fn: Callable[..., Any]) -> bool:
+    """Whether a ``grid`` callable wants the device as a fourth argument: it has a parameter
+    named ``device``, or four positional parameters without defaults. Three (``m, n, k``), the
+    original form, and anything whose signature cannot be read, get (m, n, k) only."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.name == "device" and p.kind is not p.VAR_KEYWORD for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len([p for p in positional if p.default is p.empty]) >= 4
 SharedMem = Union[int, Callable[[int, int, int], int]]
 
 
@@ -121,7 +135,8 @@ class CudaKernel:
     ``source`` is a path relative to the defining module, or the CUDA C text.
     ``entry`` is the ``extern "C"`` name or a template instantiation such as ``mm<16>``.
     Launch geometry: ``tile=(rows, cols)`` of C per block gives
-    ``grid = (ceil(N/cols), ceil(M/rows))``; or ``grid=lambda m, n, k: (...)``.
+    ``grid = (ceil(N/cols), ceil(M/rows))``; or ``grid=lambda m, n, k: (...)``, or
+    ``grid=lambda m, n, k, device: (device.sm_count, 1, 1)`` for a grid sized by the GPU.
     """
 
     source: str | os.PathLike[str]
@@ -182,7 +197,8 @@ class CudaKernel:
         if self.tile is not None:
             self.tile = _int_tuple(self.tile, 2, f"{label}: tile")
         elif not callable(self.grid):
-            raise GemmSpecError(f"{label}: grid must be a callable of (m, n, k), got {self.grid!r}")
+            raise GemmSpecError(f"{label}: grid must be a callable of (m, n, k) or (m, n, k, device), "
+                                f"got {self.grid!r}")
         if not (isinstance(self.shared_mem, int) and self.shared_mem >= 0) and not callable(self.shared_mem):
             raise GemmSpecError(f"{label}: shared_mem must be bytes (int >= 0) or a callable of (m, n, k)")
         if self.arches is not None:
@@ -219,11 +235,21 @@ class CudaKernel:
             return self.source, f"{self.name}.cu"
         return path.read_text(), str(path)
 
-    def launch_grid(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def launch_grid(self, m: int, n: int, k: int, device: Any = None) -> tuple[int, int, int]:
         """The grid at this shape; a declared ``grid`` with a zero dimension (e.g. floor
-        division at a shape smaller than one tile) raises EmptyGridError: it launches no block."""
+        division at a shape smaller than one tile) raises EmptyGridError: it launches no block.
+        A ``grid`` of four arguments (or with one named ``device``) also gets the device's
+        properties (``device.sm_count``, ``device.compute_capability``, ...): a persistent kernel
+        launches one block per SM without hard-coding the count."""
         if self.grid is not None:
-            raw = tuple(self.grid(m, n, k))
+            if grid_takes_device(self.grid):
+                if device is None:
+                    raise GemmSpecError(f"kernel {self.name!r}: grid(m, n, k, device) needs the device; "
+                                        "it is given when the kernel is launched on a GPU")
+                named = "device" in inspect.signature(self.grid).parameters
+                raw = tuple(self.grid(m, n, k, device=device) if named else self.grid(m, n, k, device))
+            else:
+                raw = tuple(self.grid(m, n, k))
             if raw and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in raw) and 0 in raw:
                 raise EmptyGridError(f"kernel {self.name!r}: grid(m, n, k) = {raw} at {m}x{n}x{k} launches no block")
             return _int_tuple(raw, 3, f"kernel {self.name!r}: grid(m, n, k)")  # type: ignore[return-value]

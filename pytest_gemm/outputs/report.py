@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .records import CheckRecord, RunResults
+from .records import BLAS_ZERO_RULES, CheckRecord, RunResults
 
 Results = Any  # RunResults, or records (CheckRecord or their JSON form) to build one from
 
@@ -73,9 +73,10 @@ def ranking_rows(records: Results) -> tuple[list[list[Any]], list[list[Any]]]:
             continue
         for r in result.timed:
             t = _timing_entry(r)
-            reads_c = result.verdict.primary_category == "beta_zero_reads_c"
+            rule = result.verdict.primary_category  # a BLAS zero rule alone: right on finite inputs, ranked, marked
             label = result.name + (" (ladder)" if result.ladder else "") \
-                + (" (reads C when beta == 0)" if reads_c else "") \
+                + (" (reads C when beta == 0)" if rule == BLAS_ZERO_RULES[0] else "") \
+                + (" (reads A, B when alpha == 0)" if rule == BLAS_ZERO_RULES[1] else "") \
                 + (" (GPU shared with another worker)" if t.get("gpu_shared") else "") \
                 + (" (GPU busy with another process's work)" if t.get("gpu_busy") else "")
             ranked.append([label, result.precision, "x".join(map(str, t["shape"] or [])), t["median_ms"],

@@ -20,8 +20,14 @@ _TUTORIAL = dict(source="tutorial_epilogue.cu", entry="sgemm_naive", block=(16, 
 
 # alpha*acc + beta*C with no beta == 0 guard: fails beta_zero only, and is ranked.
 tutorial_epilogue = CudaKernel(**_TUTORIAL, name="tutorial_epilogue")
-# The same with the guard: passes everything.
-tutorial_guarded = CudaKernel(**_TUTORIAL, options=("-DGUARD_BETA",), name="tutorial_guarded")
+# The same with both BLAS zero rules kept (no read of C at beta == 0, of A and B at alpha == 0): passes everything.
+tutorial_guarded = CudaKernel(**_TUTORIAL, options=("-DGUARD_BETA", "-DGUARD_ALPHA"), name="tutorial_guarded")
+# Guards beta only: still multiplies alpha * acc at alpha == 0, so NaN in A or B shows: alpha_zero_reads_ab.
+beta_guard_only = CudaKernel(**_TUTORIAL, options=("-DGUARD_BETA",), name="beta_guard_only")
+# Reads C at beta == 0 but replaces NaN by 0: the NaN fill misses it, +Inf and -Inf (0 * Inf = NaN) do not.
+filters_nan = CudaKernel(**_TUTORIAL, options=("-DFILTER_NAN", "-DGUARD_ALPHA"), name="filters_nan")
+# Reads C at beta == 0 but maps every non-finite value to 0: the BLAS result for every C, so it passes.
+filters_nonfinite = CudaKernel(**_TUTORIAL, options=("-DFILTER_NONFINITE", "-DGUARD_ALPHA"), name="filters_nonfinite")
 # The same, declared as reading C at beta == 0: passes, with a note.
 tutorial_declared = CudaKernel(**_TUTORIAL, beta_zero="reads_c", name="tutorial_declared")
 # Never adds beta * C: wrong_values, "beta is ignored".
@@ -70,6 +76,61 @@ def split_k_ordered(a, b, c):
         (a, b, work, cupy.int32(m), cupy.int32(n), cupy.int32(k), cupy.int32(slice_len)))
     module.get_function("gemm_split_k_reduce")(
         ((m * n + 255) // 256,), (256,), (work, c, cupy.int32(m), cupy.int32(n), cupy.int32(slices)))
+
+
+# fp16 / bf16 partial sums on a deep-K path (K >= 2048) of a kernel declared fp32: precision_too_low from K = 2048.
+deep_k_fp16 = CudaKernel(source="deep_k_half_sums.cu", entry="mm_deep_k_half_sums", block=(16, 16), tile=(16, 16),
+                         options=("-DSUMS_FP16",), name="deep_k_fp16")
+deep_k_bf16 = CudaKernel(source="deep_k_half_sums.cu", entry="mm_deep_k_half_sums", block=(16, 16), tile=(16, 16),
+                         options=("-DSUMS_BF16",), name="deep_k_bf16")
+# Inputs rounded to TF32 with ties away from zero (cvt.rna.tf32.f32), declared fp32: precision_too_low.
+tf32_rna_inside_fp32 = CudaKernel(source="rna_inputs.cu", entry="mm_rna_inputs", block=(16, 16), tile=(16, 16),
+                                  name="tf32_rna_inside_fp32")
+
+# -- call history, not a race ----------------------------------------------------------------------
+# Every second launch leaves the last row unwritten (a launch counter in __device__ memory).
+counter_skips_last_row = CudaKernel(source="call_history.cu", entry="mm_counter_skips_last_row", block=(16, 16),
+                                    tile=(16, 16), name="counter_skips_last_row")
+# Persistent kernels: twice as many blocks as SMs (the grid callable gets the device), tiles from a counter.
+_PERSISTENT = dict(source="call_history.cu", entry="mm_persistent", block=(16, 16),
+                   grid=lambda m, n, k, device: (2 * device.sm_count,))
+persistent_tiles = CudaKernel(**_PERSISTENT, options=("-DRESET_COUNTER",), name="persistent_tiles")
+persistent_no_reset = CudaKernel(**_PERSISTENT, name="persistent_no_reset")  # the counter is never reset
+
+_SHAPES_SEEN: set = set()
+
+
+def _cached(key_of):
+    """A launcher that returns the result it computed before for the same key, whatever the inputs hold now."""
+    cache: dict = {}
+
+    def launch(a, b, c):
+        import cupy
+
+        key = key_of(a, b)
+        if key in cache:
+            c[...] = cache[key]
+            return
+        cupy.matmul(a, b, out=c)
+        cache[key] = c.copy()
+    return launch
+
+
+# A cache keyed on the input addresses (and shapes), or on the shapes alone: stale for new inputs.
+cached_by_address = kernel(_cached(lambda a, b: (a.data.ptr, b.data.ptr, a.shape, b.shape)), name="cached_by_address")
+cached_by_shape = kernel(_cached(lambda a, b: (a.shape, b.shape)), name="cached_by_shape")
+
+
+@kernel(name="first_call_per_shape")
+def first_call_per_shape(a, b, c):
+    """Computes on its first call for a shape only; later calls assume C already holds the answer."""
+    import cupy
+
+    key = (a.shape, b.shape)
+    if key in _SHAPES_SEEN:
+        return
+    _SHAPES_SEEN.add(key)
+    cupy.matmul(a, b, out=c)
 
 
 @kernel(name="own_stream")
@@ -223,6 +284,18 @@ THIRD_PARTY: dict[str, tuple[str, str | None]] = {
 EXPECTED: dict[str, tuple[str, str | tuple[str, ...] | None]] = {
     "tutorial_epilogue": ("failed", "beta_zero_reads_c"),
     "tutorial_guarded": ("passed", None),
+    "beta_guard_only": ("failed", "alpha_zero_reads_ab"),
+    "filters_nan": ("failed", "beta_zero_reads_c"),
+    "filters_nonfinite": ("passed", None),
+    "deep_k_fp16": ("failed", "precision_too_low"),
+    "deep_k_bf16": ("failed", "precision_too_low"),
+    "tf32_rna_inside_fp32": ("failed", "precision_too_low"),
+    "counter_skips_last_row": ("failed", "unwritten_output"),
+    "persistent_tiles": ("passed", None),
+    "persistent_no_reset": ("failed", "unwritten_output"),
+    "cached_by_address": ("failed", "stale_output"),
+    "cached_by_shape": ("failed", "stale_output"),
+    "first_call_per_shape": ("failed", "unwritten_output"),
     "tutorial_declared": ("passed", None),
     "ignores_beta": ("failed", "wrong_values"),
     "coarse_multiple": ("passed", None),
