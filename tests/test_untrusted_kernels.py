@@ -267,3 +267,28 @@ def test_faults_a_hang_and_an_exit_cost_only_their_own_tests(pytester: pytest.Py
     expected_failures = sum(len(shapes) for _, shapes in HEALTHY_RUN_FAILS.values())
     assert re.search(rf"\b{expected_failures} failed\b", output), output
     assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+
+
+# -- a fault costs what a hang costs ----------------------------------------------------
+
+def test_a_kernel_faulting_everywhere_costs_seconds_and_one_faulting_at_m1_earns_every_other_check(
+        pytester: pytest.Pytester, record_property: Any):
+    """The whole suite (default options) on ``illegal_address`` (faults at every shape) and
+    ``faults_at_m1`` (faults only with M == 1): the first runs 3 checks, each in a fresh
+    process, and fails the rest without running them, saying why; the second runs every check,
+    faults at each M == 1 shape and passes every other check (it is never cut off)."""
+    result, entries, output, wall = run_suite(pytester, ["illegal_address", "faults_at_m1"], "not sweep",
+                                              gemm_timeout=None, timeout=900)
+    print(f"\nillegal_address + faults_at_m1, full suite: {wall:.1f} s wall")
+    record_property("gemm_fault_run_wall_s", round(wall, 1))
+    everywhere = [c for c in entries["illegal_address"]["checks"] if c["check"] != "compile"]
+    ran = [c for c in everywhere if "not run" not in _message(c)]
+    assert len(ran) == 3 and all(c["category"] == "fault" for c in everywhere), [c.get("message") for c in ran]
+    not_run = [c for c in everywhere if c not in ran]
+    assert len(not_run) > 40 and all("not run: the kernel faulted in 3 checks, first at launch at 64x64x64"
+                                     in (c.get("message") or "") for c in not_run)
+    partial = [c for c in entries["faults_at_m1"]["checks"] if c["check"] != "compile"]
+    m1 = [c for c in partial if c["shape"][0] == 1]
+    assert len(m1) >= 6 and all(c["category"] == "fault" and "not run" not in _message(c) for c in m1), m1
+    wrong = [f"{case_key(c)}: {c.get('message')}" for c in partial if c["shape"][0] != 1 and c["outcome"] != "passed"]
+    assert not wrong, "faults_at_m1 lost checks it passes:\n" + "\n".join(wrong)

@@ -11,11 +11,24 @@ without completing a single check gets its remaining checks failed as timeouts w
 running them; a kernel that completed a check is never cut off: each of its checks runs,
 with its short budget. A start-up (import, compile) that ran out of its own time limit is
 not tried again for every check either.
+
+Faults are counted the same way: a check that ended the kernel's process (an illegal address,
+any CUDA error that poisons the context, exit()) costs a fresh process (Python, CuPy, the
+CUDA context, loading the kernel) for the next check, so a kernel that faults everywhere
+would cost one per check. A kernel whose first ``HANG_STREAK`` checks all faulted or timed
+out, none completing, gets its remaining checks failed without running, each record saying
+why ("not run: the kernel faulted in 3 checks, first at launch at 64x64x64, ..."). The rule
+is the hang rule's: a kernel that completed a check (passed, or failed on its values) is never
+cut off, so a kernel that faults only at some shapes still runs, and earns, every other check.
+The suite's first GPU check is ``launch`` at 64x64x64: a kernel that works there is never
+cut off.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Sequence
+
+from ..model import categories as cat
 
 HANG_FLOOR_S = 3.0          # the shortest budget of a check after its kernel timed out
 HANG_RATE_FLOPS = 20e9      # ... plus its product at 20 GFLOP/s
@@ -36,6 +49,7 @@ class HangLedger:
 
     completed: list[tuple[float, float]] = field(default_factory=list)  # (seconds, flops)
     timeouts: list[str] = field(default_factory=list)                   # "exact at 1x1x1"
+    faults: list[str] = field(default_factory=list)                     # checks that ended the process
     startup_failure: str | None = None                                  # a start-up that ran out of time
 
     def done(self, seconds: float, flops: float) -> None:
@@ -43,6 +57,10 @@ class HangLedger:
 
     def timed_out(self, label: str) -> None:
         self.timeouts.append(label)
+
+    def faulted(self, label: str) -> None:
+        """A check that ended the kernel's process (a fault, exit): the next needs a fresh one."""
+        self.faults.append(label)
 
     def estimate(self, flops: float) -> float | None:
         """Seconds this kernel's completed checks of comparable work predict for ``flops`` (the
@@ -67,13 +85,28 @@ class HangLedger:
 
     def not_run(self) -> str | None:
         """Why the next check is failed without running, or None when it runs."""
+        cut = self.cut_off()
+        return None if cut is None else cut[1]
+
+    def cut_off(self) -> tuple[str, str] | None:
+        """(category, why) when the next check is failed without running, else None."""
         if self.startup_failure is not None:
-            return (f"not run: starting this kernel already failed ({self.startup_failure}); "
-                    "it is not tried again for every check")
-        if len(self.timeouts) >= HANG_STREAK and not self.completed:
-            return (f"not run: this kernel timed out in its first {len(self.timeouts)} checks "
-                    f"({', '.join(self.timeouts[:HANG_STREAK])}) without completing any, so its remaining "
-                    "checks fail as timeouts without running (a kernel that never finishes costs seconds, "
-                    "not minutes); fix the hang (an endless loop, or a barrier some threads never reach) "
-                    "and run again")
-        return None
+            return cat.TIMEOUT, (f"not run: starting this kernel already failed ({self.startup_failure}); "
+                                 "it is not tried again for every check")
+        if self.completed or len(self.timeouts) + len(self.faults) < HANG_STREAK:
+            return None
+        if len(self.faults) > len(self.timeouts) or (self.faults and not self.timeouts):
+            also = f" (and timed out in {len(self.timeouts)}, first at {self.timeouts[0]})" if self.timeouts else ""
+            return cat.FAULT, (
+                f"not run: the kernel faulted in {len(self.faults)} checks, first at {self.faults[0]}{also}, "
+                "without completing any, so its remaining checks fail as faults without running (each fault "
+                "costs a fresh process; a kernel that faults everywhere costs seconds, not minutes); fix the "
+                "illegal address (an index past the end of A, B or C, or a misaligned vector access) and run "
+                "again. A kernel that completes a check is never cut off: it runs every check")
+        also = f" (and faulted in {len(self.faults)}, first at {self.faults[0]})" if self.faults else ""
+        return cat.TIMEOUT, (
+            f"not run: this kernel timed out in its first {len(self.timeouts)} checks "
+            f"({', '.join(self.timeouts[:HANG_STREAK])}){also} without completing any, so its remaining "
+            "checks fail as timeouts without running (a kernel that never finishes costs seconds, "
+            "not minutes); fix the hang (an endless loop, or a barrier some threads never reach) "
+            "and run again")

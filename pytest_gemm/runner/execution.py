@@ -12,7 +12,8 @@ than the bound, ``order_by_kernel`` runs each kernel's checks together, so that 
 starts its process about once per worker instead of once per check.
 
 Timeouts: ``check_timeout`` is a check's own limit (start-up is bounded apart);
-``checks/hangs.py`` shortens it for a kernel that already timed out. The GPU-wide lock
+``checks/hangs.py`` shortens it for a kernel that already timed out, and fails without
+running the rest of a kernel whose first checks all hung or faulted (ended its process). The GPU-wide lock
 (``measure/gpu_lock.py``): this process holds it shared around every check that is not
 ``timed`` in the registry; a timed check takes it itself, exclusively, only around its timings
 (its wait is not counted in its timeout); a new kernel process holds it shared while it
@@ -125,9 +126,9 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     spec, index = kernel.origin_spec  # type: ignore[union-attr]
     ledger: HangLedger = st.hangs.setdefault((spec, index), HangLedger())
     label = f"{check} at {'x'.join(map(str, shape))}"
-    reason = ledger.not_run()
-    if reason is not None:
-        raise GemmCheckFailure(cat.TIMEOUT, f"{label}: {reason}", [])
+    cut = ledger.cut_off()
+    if cut is not None:
+        raise GemmCheckFailure(cut[0], f"{label}: {cut[1]}", [])
     flops = flops_of(shape, params)
     timeout, why = ledger.budget(check_timeout(st, shape, params), flops, timed)
     # The ladder timed for the ranking is ours and trusted: its rungs share one process
@@ -141,7 +142,9 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
                            why=why or _timeout_source(st, params),
                            startup_guard=lambda: gpu_lock(False))  # a context, a module: not during a timing
     except GemmCheckFailure as exc:
-        if exc.category == cat.TIMEOUT and client.last_seconds is None:
+        if exc.category in (cat.FAULT, cat.LAUNCH_ERROR) and not client.alive:
+            ledger.faulted(label)  # it ended the kernel's process: the next check needs a fresh one
+        elif exc.category == cat.TIMEOUT and client.last_seconds is None:
             if getattr(client, "check_timed_out", False):
                 ledger.timed_out(label)
             else:  # start-up ran out of its own limit: do not pay it again for every check
