@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .process_time import time_summary
 from .records import kernel_results, timing_trusted
 
 SCHEMA_VERSION = 2  # 2: verdict, primary_category, diagnosis, consequences, notes per kernel (docs/report-schema.md)
@@ -51,6 +52,7 @@ def kernel_summaries(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
                 k["timings"].append(_timing_entry(r))
             if r.check == "sweep" and r.facts.get("sweep"):
                 k["sweep"] = report_entries(r.facts["sweep"])
+        k["time"] = time_summary(records, name)  # where its seconds went: process starts, lock waits
         kernels[name] = k
     return kernels
 

@@ -141,7 +141,36 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
         facts = client.run(check, list(shape), params, options, timeout, guard=None if timed else lambda: gpu_lock(False),
                            why=why or _timeout_source(st, params),
                            startup_guard=lambda: gpu_lock(False))  # a context, a module: not during a timing
-    except GemmCheckFailure as exc:
+    except BaseException as exc:
+        if isinstance(exc, Exception):
+            try:
+                exc.facts = dict(getattr(exc, "facts", None) or {}, **where_time_went(client))  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        _account(st, client, ledger, label, flops, exc)
+        raise
+    if client.last_seconds is not None:
+        ledger.done(client.last_seconds, flops)
+    return dict(facts, **where_time_went(client))
+
+
+def where_time_went(client: Any) -> dict[str, Any]:
+    """The facts a check's record gets about its seconds: its own time in the kernel's process
+    (``check_s``), its waits for the GPU lock (``lock_wait_s``), and, when it started a fresh
+    kernel process, that start-up's phases (``process_start``)."""
+    out: dict[str, Any] = {}
+    if client.last_seconds is not None:
+        out["check_s"] = round(float(client.last_seconds), 4)
+    if client.last_lock_wait_s:
+        out["lock_wait_s"] = round(float(client.last_lock_wait_s), 4)
+    if client.last_start:
+        out["process_start"] = dict(client.last_start)
+    return out
+
+
+def _account(st: GemmState, client: Any, ledger: HangLedger, label: str, flops: float, exc: BaseException) -> None:
+    """What a check that raised tells the kernel's ledger (hangs, faults, completions)."""
+    if isinstance(exc, GemmCheckFailure):
         if exc.category in (cat.FAULT, cat.LAUNCH_ERROR) and not client.alive:
             ledger.faulted(label)  # it ended the kernel's process: the next check needs a fresh one
         elif exc.category == cat.TIMEOUT and client.last_seconds is None:
@@ -155,14 +184,8 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
             for other in st.sandboxes.values():
                 if other is not client:
                     other.stop()
-        raise
-    except BaseException:
-        if client.last_seconds is not None:  # a skip, a usage error: it completed
-            ledger.done(client.last_seconds, flops)
-        raise
-    if client.last_seconds is not None:
+    elif client.last_seconds is not None:  # a skip, a usage error: it completed
         ledger.done(client.last_seconds, flops)
-    return facts
 
 
 def _timeout_source(st: GemmState, params: dict[str, Any]) -> str:
