@@ -17,7 +17,7 @@ import numpy as np
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape, shape_str
-from .common import Harness, assert_exact, reference_f32, run_kernel, to_numpy
+from .common import Harness, assert_exact, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
 
 SHAPES: tuple[Shape, ...] = ((1, 1, 1), (17, 33, 65), (127, 255, 63), (1000, 1000, 1000))
 FIX = ("fix: skip the read when beta is 0, e.g. C[i] = (beta == 0.0f) ? alpha * acc : alpha * acc + beta * C[i] "
@@ -34,6 +34,7 @@ def check_beta_zero(h: Harness, shape: Shape, record: Callable[[dict[str, Any]],
     c_init = problem.c0 if declared_reads_c else poison((m, n))
     record({"blas_beta_zero": not declared_reads_c})
     result = run_kernel(h, problem, alpha=1.0, beta=0.0, c_init=c_init)
+    reject_writes_outside_c(result, "beta_zero", shape)
     ref64 = reference_f32(problem)
     got = to_numpy(result.c)
     nan = np.isnan(got)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import Harness, reference_f32, run_kernel, tile_of, to_numpy
+from .common import Harness, reference_f32, reject_writes_outside_c, run_kernel, tile_of, to_numpy
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
@@ -18,6 +18,7 @@ def check_coverage(h: Harness, shape: Shape) -> None:
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=1)
     result = run_kernel(h, problem)
+    reject_writes_outside_c(result, "coverage", shape)
     if not bool(unwritten_mask(result.c, xp=cupy).any()):
         return
     d = diagnose(to_numpy(result.c), to_numpy(reference_f32(problem)), tile=tile_of(h.kernel))

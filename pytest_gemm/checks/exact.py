@@ -1,10 +1,11 @@
 """Exact correctness: integer inputs small enough that every product and partial sum is
-exact in the kernel's precision, compared bit for bit with the float64 reference."""
+exact in the kernel's precision, compared bit for bit with the float64 reference. A launch
+that wrote outside C fails whatever its values (``common.reject_writes_outside_c``)."""
 from __future__ import annotations
 
 from typing import Any
 
-from .common import Harness, assert_exact, reference_f32, run_kernel
+from .common import Harness, assert_exact, reference_f32, reject_writes_outside_c, run_kernel
 from ..model.shapes import Shape
 
 
@@ -14,6 +15,7 @@ def check_exact(h: Harness, shape: Shape, seed: int = 0) -> None:
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=seed)
     result = run_kernel(h, problem)
+    reject_writes_outside_c(result, "exact", shape)
     assert_exact(h, result, reference_f32(problem), problem)
 
 
