@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(Path(args.json), results, {
             "submissions_dir": str(root.resolve()), "attr": args.attr, "timeout_s": args.timeout,
             "check_timeout_s": args.check_timeout, "ini": str(ini) if ini else None, "pytest_args": extra,
-            "measurements": "each run" if args.measure_each else "once per GPU for the class",
+            "measurements": "each run" if args.measure_each else "once per GPU for the class", "jobs": jobs,
             "columns": columns})
     print()
     print(summary_table(results))
