@@ -138,6 +138,12 @@ def test_a_kernel_that_faults_first_then_completes_a_check_is_never_cut_off(fake
     assert category == cat.FAULT
     assert why.startswith("not run: the kernel faulted in 2 checks, first at exact at 1x1x1 (and timed out in 1, "
                           "first at launch at 64x64x64)")
+    launch = HangLedger()
+    for label in ("launch at 64x64x64", "exact at 1x1x1", "exact at 2x2x2"):
+        launch.faulted(label, cat.LAUNCH_ERROR)
+    category, why = launch.cut_off()
+    assert category == cat.LAUNCH_ERROR and why.startswith("not run: the kernel's launch failed in 3 checks, first at "
+                                                           "launch at 64x64x64, without completing any")
 
 
 # ---- out of memory ------------------------------------------------------------------------

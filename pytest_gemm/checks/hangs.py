@@ -50,6 +50,7 @@ class HangLedger:
     completed: list[tuple[float, float]] = field(default_factory=list)  # (seconds, flops)
     timeouts: list[str] = field(default_factory=list)                   # "exact at 1x1x1"
     faults: list[str] = field(default_factory=list)                     # checks that ended the process
+    fault_category: str = cat.FAULT                                     # the first one's: fault or launch_error
     startup_failure: str | None = None                                  # a start-up that ran out of time
 
     def done(self, seconds: float, flops: float) -> None:
@@ -58,8 +59,11 @@ class HangLedger:
     def timed_out(self, label: str) -> None:
         self.timeouts.append(label)
 
-    def faulted(self, label: str) -> None:
-        """A check that ended the kernel's process (a fault, exit): the next needs a fresh one."""
+    def faulted(self, label: str, category: str = cat.FAULT) -> None:
+        """A check that ended the kernel's process (a fault, a launch's CUDA error, exit): the
+        next needs a fresh one."""
+        if not self.faults:
+            self.fault_category = category
         self.faults.append(label)
 
     def estimate(self, flops: float) -> float | None:
@@ -95,14 +99,18 @@ class HangLedger:
                                  "it is not tried again for every check")
         if self.completed or len(self.timeouts) + len(self.faults) < HANG_STREAK:
             return None
-        if len(self.faults) > len(self.timeouts) or (self.faults and not self.timeouts):
+        if len(self.faults) > len(self.timeouts):
             also = f" (and timed out in {len(self.timeouts)}, first at {self.timeouts[0]})" if self.timeouts else ""
-            return cat.FAULT, (
-                f"not run: the kernel faulted in {len(self.faults)} checks, first at {self.faults[0]}{also}, "
-                "without completing any, so its remaining checks fail as faults without running (each fault "
-                "costs a fresh process; a kernel that faults everywhere costs seconds, not minutes); fix the "
-                "illegal address (an index past the end of A, B or C, or a misaligned vector access) and run "
-                "again. A kernel that completes a check is never cut off: it runs every check")
+            launch = self.fault_category == cat.LAUNCH_ERROR
+            what, fix = (("'s launch failed", "the launch the CUDA error names (block size, grid, shared memory)")
+                         if launch else (" faulted", "the illegal address (an index past the end of A, B or C, or a "
+                                                     "misaligned vector access)"))
+            return self.fault_category, (
+                f"not run: the kernel{what} in {len(self.faults)} checks, first at {self.faults[0]}{also}, "
+                f"without completing any, so its remaining checks fail as {self.fault_category} without running "
+                "(each such failure costs a fresh process; a kernel that fails so everywhere costs seconds, not "
+                f"minutes); fix {fix} and run again. A kernel that completes a check is never cut off: it runs "
+                "every check")
         also = f" (and faulted in {len(self.faults)}, first at {self.faults[0]})" if self.faults else ""
         return cat.TIMEOUT, (
             f"not run: this kernel timed out in its first {len(self.timeouts)} checks "

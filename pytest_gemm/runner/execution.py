@@ -172,7 +172,7 @@ def _account(st: GemmState, client: Any, ledger: HangLedger, label: str, flops: 
     """What a check that raised tells the kernel's ledger (hangs, faults, completions)."""
     if isinstance(exc, GemmCheckFailure):
         if exc.category in (cat.FAULT, cat.LAUNCH_ERROR) and not client.alive:
-            ledger.faulted(label)  # it ended the kernel's process: the next check needs a fresh one
+            ledger.faulted(label, exc.category)  # it ended the kernel's process: the next check needs a fresh one
         elif exc.category == cat.TIMEOUT and client.last_seconds is None:
             if getattr(client, "check_timed_out", False):
                 ledger.timed_out(label)
