@@ -55,9 +55,9 @@ def test_writes_before_c_count_too():
 def test_every_value_check_applies_the_rule_and_lists_the_category():
     import inspect
 
-    from pytest_gemm.checks import accuracy, alphabeta, beta_zero, coverage, exact, registry
+    from pytest_gemm.checks import accuracy, alphabeta, beta_zero, coverage, deterministic, exact, registry
 
-    for module in (exact, coverage, accuracy, alphabeta, beta_zero):
-        assert "reject_writes_outside_c(result," in inspect.getsource(module), module.__name__
+    for module in (exact, coverage, accuracy, alphabeta, beta_zero, deterministic):
+        assert "reject_writes_outside_c(" in inspect.getsource(module), module.__name__
         check = registry.get(module.__name__.rsplit(".", 1)[1])
         assert cat.OUT_OF_BOUNDS_WRITE in check.categories, check.name

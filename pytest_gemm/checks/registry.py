@@ -84,7 +84,7 @@ CHECKS: tuple[Check, ...] = (
           shapes=C.DETERMINISM_SHAPES, quick=(C.DETERMINISM_SHAPES[1],), applies=lambda k: k.deterministic,
           weight=10,
           not_applicable="this check does not run for a kernel declared deterministic=False",
-          categories=(cat.NONDETERMINISTIC, *_CUDA)),
+          categories=(cat.NONDETERMINISTIC, cat.OUT_OF_BOUNDS_WRITE, *_CUDA)),
     Check("accuracy", "random uniform and heavy-tailed inputs within the K- and precision-derived error bound",
           "accuracy", shapes=C.ACCURACY_SHAPES, quick=QUICK_ACCURACY, params=tuple({"dist": d} for d in C.DISTRIBUTIONS), weight=15,
           categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, cat.OUT_OF_BOUNDS_WRITE, *_CUDA)),
