@@ -16,8 +16,8 @@ preparing it (CUDA initialisation, compiling and loading it: ``PREPARE_TIMEOUT``
 their own limit and are reported as such, so a check's timeout measures the check alone.
 Each reply carries the check's duration in the child (``last_seconds``); where a start-up's
 seconds went (the process, importing the kernel, waiting for the GPU lock, CUDA's context,
-compiling, loading) is kept in ``last_start`` and a check's lock waits in ``last_lock_wait_s``. A check that takes
-the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is not the
+compiling, loading) is kept in ``last_start``, a check's lock waits in ``last_lock_wait_s``.
+A check that takes the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is not the
 check's time and does not count towards its timeout. ``run`` takes a
 ``guard``, a context manager held only while the check itself runs (the GPU-wide lock of
 ``measure/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel. The child's side, its memory release between checks and its

@@ -6,8 +6,9 @@ initialisation, compiling and loading the kernel: bounded by its own time limit,
 check's timeout measures the check alone) and ``check``. Each reply carries the check's own
 duration (``seconds``), a check's reply also the seconds it waited for the GPU lock
 (``lock_wait_s``), the prepare reply the seconds of each of its phases (``phases``: imports,
-CUDA context, compile, module load, the harness's CuPy kernels). After every check the child frees what CuPy's memory pools keep
-(``dispatch.release_memory``), so an idle child holds little more than its CUDA context.
+CUDA context, compile, module load, the harness's CuPy kernels). After every check the child
+frees what CuPy's memory pools keep (``dispatch.release_memory``), so an idle child holds
+little more than its CUDA context.
 
 Out of memory: an allocation the harness makes (inputs, guard bands, references, timed
 buffers) that fails is freed and the check retried once; if it fails again the check fails

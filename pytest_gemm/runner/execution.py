@@ -143,8 +143,9 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
                            startup_guard=lambda: gpu_lock(False))  # a context, a module: not during a timing
     except BaseException as exc:
         if isinstance(exc, Exception):
+            facts = dict(getattr(exc, "facts", None) or {}, **where_time_went(client))
             try:
-                exc.facts = dict(getattr(exc, "facts", None) or {}, **where_time_went(client))  # type: ignore[attr-defined]
+                exc.facts = facts  # type: ignore[attr-defined]
             except AttributeError:
                 pass
         _account(st, client, ledger, label, flops, exc)
