@@ -214,8 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--student-limit", type=float, default=60.0,
                    help="each faulting and hanging student's target in seconds (default 60)")
     p.add_argument("--timeout", type=float, default=None, help="per-student limit (the gradebook's default)")
+    p.add_argument("--deadline", type=float, default=None, help="seconds from the start after which no further "
+                   "pass begins: the solo and second passes are skipped, saying so, when their estimate does not fit")
     p.add_argument("--out", default=None, help="folder for the class and the gradebooks (default: a temp dir)")
     args = p.parse_args(args_in)
+    began = time.monotonic()
     root = Path(args.out or tempfile.mkdtemp(prefix="gemm-class-"))
     plan = make_class(root / "class", args.students)
     print(f"class of {len(plan)} in {root / 'class'}: "
@@ -228,8 +231,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     for kind, line in by_kind.items():
         print(f"  {kind}: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
                                          for k, v in line.items()), flush=True)
+    for ok, line in targets(took, jobs, len(rows), by_kind, [], [], args.speed_tolerance, args.class_limit,
+                            args.student_limit):
+        print(f"  {'MET ' if ok else 'MISSED'}  {line}", flush=True)  # now, in case a later pass is cut off
+
+    def fits(what: str, estimate: float) -> bool:
+        left = None if args.deadline is None else args.deadline - (time.monotonic() - began)
+        if left is None or estimate <= left:
+            return True
+        print(f"\n{what}: skipped, about {estimate:.0f} s would not fit in the {left:.0f} s left before --deadline")
+        return False
+
+    per_student = took * max(1, jobs or 1) / max(1, len(rows))  # one student's seconds, as graded in the class
     solo: list[dict[str, Any]] = []
-    if args.solo > 0:
+    if args.solo > 0 and fits("SOLO", per_student * args.solo):
         solo_dir = root / "solo"
         for student in solo_pick(plan, args.solo):
             shutil.copytree(root / "class" / student, solo_dir / student)
@@ -243,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   + ("" if line["same_correctness"] else "  CORRECTNESS DIFFERS")
                   + ("" if line["speed_within"] else "  SPEED OUT OF TOLERANCE"))
     again: list[dict[str, Any]] = []
-    if args.again > 0:
+    if args.again > 0 and fits("AGAIN", took * min(args.again, len(rows)) / max(1, len(rows)) + per_student):
         again_dir = root / "again"
         for student in again_pick(plan, args.again):
             shutil.copytree(root / "class" / student, again_dir / student)

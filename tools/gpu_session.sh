@@ -158,7 +158,8 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       n="${CLASS_SIZE:-100}"; jobs=(); [ -n "${CLASS_JOBS:-}" ] && jobs=(--jobs "$CLASS_JOBS")
       rm -rf /tmp/gemm-class
       walled "class of $n" "${CLASS_LIMIT:-570}" python3 tools/class_benchmark.py --students "$n" "${jobs[@]}" \
-        --solo "${CLASS_SOLO:-3}" --again "${CLASS_AGAIN:-25}" --out /tmp/gemm-class > "$out/class.txt" 2>&1
+        --solo "${CLASS_SOLO:-3}" --again "${CLASS_AGAIN:-25}" --deadline "$(( ${CLASS_LIMIT:-570} - 15 ))" \
+        --out /tmp/gemm-class > "$out/class.txt" 2>&1
       cp /tmp/gemm-class/class.json /tmp/gemm-class/solo.json /tmp/gemm-class/again.json "$out/" 2>/dev/null
       grep -E "^(CLASS|SOLO|AGAIN|RESULT|TARGETS|WHERE)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting)|DIFFERS|OUT OF" \
         "$out/class.txt" | tail -40
