@@ -31,6 +31,7 @@ class GemmState:
     sandboxes: dict[Any, Any] = field(default_factory=dict)   # kernel id (or "ladder") -> SandboxClient, LRU order
     hangs: dict[Any, Any] = field(default_factory=dict)       # (spec, index) -> checks.hangs.HangLedger
     shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
+    compile_arches: str = "claimed"    # gemm_compile_arches: claimed, or device (this GPU's only, when there is one)
     grading: Any = None                                          # gradescope.GradingConfig
     sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
     plot: str | None = None                                      # --gemm-plot path
