@@ -48,6 +48,7 @@ slow2 = _declare("slow2")
 crashy = _declare("crashy")                # a CUDA error (a fresh process next time) but in speed
 fault = _declare("fault")                  # every check: an illegal address (the process is replaced)
 fault_m1 = _declare("fault_m1")            # an illegal address only when M == 1, right elsewhere
+fault_small = _declare("fault_small")      # an illegal address when a dimension is below 128, right elsewhere
 exits = _declare("exits")                  # every check: the process ends (os._exit(3))
 everything = [ok, hang, hang_big, harness_oom, harness_oom_once, launcher_oom, slow, wrong]
 oks = [_declare(f"ok{i}") for i in range(6)]
@@ -149,7 +150,7 @@ def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any])
         def launcher() -> None:
             raise OutOfMemoryError("Out of memory allocating 8,589,934,592 bytes (the launcher's workspace)")
         KernelCall(launcher)()
-    elif name == "fault" or (name == "fault_m1" and m == 1):
+    elif name == "fault" or (name == "fault_m1" and m == 1) or (name == "fault_small" and min(m, n, k) < 128):
         raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
     elif name == "exits":
         os._exit(3)

@@ -98,10 +98,10 @@ def test_a_kernel_that_faults_in_every_check_runs_three_then_the_rest_are_not_ru
     checks = kernels[name]["checks"]
     assert len(checks) == 56 and all(c["category"] == cat.FAULT for c in checks)  # a record for every check
     ran = [c for c in checks if "not run" not in c["message"]]
-    assert len(ran) == 3 and ran == checks[:3]                   # three fresh processes, then no more
-    assert len(_pids(_log(fake), name)) == 3
-    assert ("not run: the kernel faulted in 3 checks, first at launch at 64x64x64, without completing any"
-            in checks[3]["message"])
+    assert len(ran) == 3 and ran == checks[:3]                   # three fresh processes, a probe, then no more
+    assert len(_pids(_log(fake), name)) == 4
+    assert ("not run: the kernel faulted in 3 checks, first at launch at 64x64x64, and in a probe at a large "
+            "shape (exact at 1024x1024x1024), without completing any" in checks[3]["message"])
     assert all(c["wall_s"] < 1 for c in checks[3:])
     result.assert_outcomes(failed=56, skipped=2)
 
@@ -117,6 +117,28 @@ def test_a_kernel_that_faults_only_at_some_shapes_earns_every_check_it_passes(fa
                                                                        if c["outcome"] != "passed"]
     # each fault ran in a process of its own: every M=1 check really ran
     assert len(_pids(_log(fake), "fault_m1")) == len(m1) + 1
+
+
+def test_a_kernel_that_faults_at_every_small_shape_is_probed_at_a_large_one_and_never_cut_off(fake, monkeypatch):
+    monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    result, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:fault_small", "-k", "exact or launch")
+    checks = kernels["fault_small"]["checks"]
+    small = [c for c in checks if min(c["shape"]) < 128]
+    large = [c for c in checks if min(c["shape"]) >= 128]
+    assert small[:3] == checks[:3]  # launch at 64x64x64, exact at 1x1x1 and 2x2x2: all fault
+    assert all(c["category"] == cat.FAULT and "not run" not in c["message"] for c in small)
+    assert large and all(c["outcome"] == "passed" for c in large)
+
+
+def test_probe_case_takes_the_largest_smallest_dimension_up_to_1024_then_the_least_work():
+    from pytest_gemm.checks.hangs import probe_case
+
+    cases = [("exact", (1, 1, 1), {}), ("exact", (4096, 4096, 4096), {}), ("exact", (1024, 1024, 1024), {}),
+             ("exact", (1, 4096, 4096), {}), ("coverage", (1000, 1000, 1000), {}), ("accuracy", (129, 131, 4096),
+                                                                                    {"dist": "heavy"})]
+    assert probe_case(cases, ["exact at 1x1x1"]) == ("exact", (1024, 1024, 1024), {})
+    assert probe_case(cases, ["exact at 1024x1024x1024"]) == ("exact", (4096, 4096, 4096), {})
+    assert probe_case([], []) is None
 
 
 def test_a_kernel_that_faults_first_then_completes_a_check_is_never_cut_off(fake, monkeypatch):

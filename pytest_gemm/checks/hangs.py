@@ -21,7 +21,9 @@ why ("not run: the kernel faulted in 3 checks, first at launch at 64x64x64, ..."
 is the hang rule's: a kernel that completed a check (passed, or failed on its values) is never
 cut off, so a kernel that faults only at some shapes still runs, and earns, every other check.
 The suite's first GPU check is ``launch`` at 64x64x64: a kernel that works there is never
-cut off.
+cut off. One whose first checks all fault (64x64x64, 1x1x1, 2x2x2 in the suite's order) gets
+one more check before the cut, a probe at a large shape (``probe_case``: 1024x1024x1024 in the
+suite); if it completes there, the kernel is never cut off.
 """
 from __future__ import annotations
 
@@ -35,6 +37,26 @@ HANG_RATE_FLOPS = 20e9      # ... plus its product at 20 GFLOP/s
 TIMED_HANG_FLOOR_S = 30.0   # the shortest budget of a timed check (speed, sweep)
 HANG_FACTOR = 5.0           # times the duration the kernel's completed checks predict
 HANG_STREAK = 3             # timeouts with no completed check, after which the rest is not run
+
+
+PROBE_DIM = 1024            # a probe's shape: the largest smallest dimension up to this, then the least work
+
+
+def probe_case(cases: Sequence[tuple[str, Sequence[int], dict]], faulted: Sequence[str]
+               ) -> tuple[str, tuple[int, int, int], dict] | None:
+    """The case a kernel cut off for faults is probed with: among ``cases`` (check, shape, params;
+    timed checks left out by the caller) at a shape none of ``faulted`` ("exact at 1x1x1") names,
+    the one whose smallest dimension is largest up to ``PROBE_DIM``, then the least work."""
+    seen = {label.rpartition(" at ")[2] for label in faulted}
+    best, key = None, None
+    for check, shape, params in cases:
+        m, n, k = (int(d) for d in shape)
+        if f"{m}x{n}x{k}" in seen:
+            continue
+        score = (min(m, n, k, PROBE_DIM), -m * n * k)
+        if key is None or score > key:
+            best, key = (check, (m, n, k), dict(params)), score
+    return best
 
 
 def flops_of(shape: Sequence[int], params: dict | None = None) -> float:
@@ -51,6 +73,7 @@ class HangLedger:
     timeouts: list[str] = field(default_factory=list)                   # "exact at 1x1x1"
     faults: list[str] = field(default_factory=list)                     # checks that ended the process
     fault_category: str = cat.FAULT                                     # the first one's: fault or launch_error
+    probe: str | None = None                                            # the probe run once the streak was reached
     startup_failure: str | None = None                                  # a start-up that ran out of time
 
     def done(self, seconds: float, flops: float) -> None:
@@ -65,6 +88,13 @@ class HangLedger:
         if not self.faults:
             self.fault_category = category
         self.faults.append(label)
+
+    def wants_probe(self) -> bool:
+        """The kernel just reached the streak mostly by faults and has not been probed: before
+        its remaining checks are cut off, one more runs, at a large shape (``probe_case``), so
+        that a kernel that faults only at the small shapes the suite begins with is not cut off."""
+        return (self.probe is None and self.startup_failure is None and not self.completed
+                and len(self.faults) > len(self.timeouts) and self.cut_off() is not None)
 
     def estimate(self, flops: float) -> float | None:
         """Seconds this kernel's completed checks of comparable work predict for ``flops`` (the
@@ -106,7 +136,8 @@ class HangLedger:
                          if launch else (" faulted", "the illegal address (an index past the end of A, B or C, or a "
                                                      "misaligned vector access)"))
             return self.fault_category, (
-                f"not run: the kernel{what} in {len(self.faults)} checks, first at {self.faults[0]}{also}, "
+                f"not run: the kernel{what} in {len(self.faults)} checks, first at {self.faults[0]}{also}"
+                + (f", and in a probe at a large shape ({self.probe})" if self.probe else "") + ", "
                 f"without completing any, so its remaining checks fail as {self.fault_category} without running "
                 "(each such failure costs a fresh process; a kernel that fails so everywhere costs seconds, not "
                 f"minutes); fix {fix} and run again. A kernel that completes a check is never cut off: it runs "

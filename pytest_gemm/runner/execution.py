@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from ..checks import registry
-from ..checks.hangs import HangLedger, flops_of
+from ..checks.hangs import HangLedger, flops_of, probe_case
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import GemmKernel
@@ -89,6 +89,7 @@ def order_by_kernel(config: pytest.Config, items: list[pytest.Item]) -> None:
     st = state(config, None)
     if st is None or st.isolation == "none":
         return
+    remember_cases(st, items)
     slots, keys = [], []
     for i, item in enumerate(items):
         case = item.callspec.params.get("gemm_case") if hasattr(item, "callspec") else None
@@ -101,6 +102,16 @@ def order_by_kernel(config: pytest.Config, items: list[pytest.Item]) -> None:
     ordered = [item for _, item in sorted(zip(keys, (items[i] for i in slots)), key=lambda pair: rank[pair[0]])]
     for i, item in zip(slots, ordered):
         items[i] = item
+
+
+def remember_cases(st: GemmState, items: list[pytest.Item]) -> None:
+    """Each kernel's cases (check, shape, params) as collected: where a probe may be taken from."""
+    st.cases.clear()
+    for item in items:
+        case = item.callspec.params.get("gemm_case") if hasattr(item, "callspec") else None
+        origin = getattr(getattr(case, "kernel", None), "origin_spec", None)
+        if case is not None and origin is not None and not _is_timed(case.check):
+            st.cases.setdefault(tuple(origin), []).append((case.check, tuple(case.shape), dict(case.params)))
 
 
 def _is_timed(check: str) -> bool:
@@ -149,6 +160,8 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
             except AttributeError:
                 pass
         _account(st, client, ledger, label, flops, exc)
+        if ledger.wants_probe():
+            _probe(st, client, ledger, (spec, index), options)
         raise
     if client.last_seconds is not None:
         ledger.done(client.last_seconds, flops)
@@ -186,6 +199,33 @@ def _account(st: GemmState, client: Any, ledger: HangLedger, label: str, flops: 
                 if other is not client:
                     other.stop()
     elif client.last_seconds is not None:  # a skip, a usage error: it completed
+        ledger.done(client.last_seconds, flops)
+
+
+def _probe(st: GemmState, client: Any, ledger: HangLedger, key: tuple[str, int], options: dict[str, Any]) -> None:
+    """The kernel's first checks all faulted: before the rest are cut off, run one case at a
+    large shape (``hangs.probe_case``) in a fresh process. Completing it means the kernel
+    faults only at some shapes: it is then never cut off. Its outcome is only the ledger's; the
+    case itself runs again, as its own test, when its turn comes."""
+    case = probe_case(st.cases.get(key, ()), ledger.faults + ledger.timeouts)
+    if case is None:
+        ledger.probe = "none left to probe"
+        return
+    check, shape, params = case
+    label = f"{check} at {'x'.join(map(str, shape))}"
+    ledger.probe = label
+    flops = flops_of(shape, params)
+    timeout, _ = ledger.budget(check_timeout(st, shape, params), flops)
+    try:
+        client.run(check, list(shape), params, options, timeout, guard=lambda: gpu_lock(False),
+                   why="a probe of a kernel whose first checks faulted", startup_guard=lambda: gpu_lock(False))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the probe's outcome goes to the ledger only
+        if isinstance(exc, GemmCheckFailure) and (exc.category in (cat.TIMEOUT, cat.HARNESS_OUT_OF_MEMORY)
+                                                  or (exc.category in (cat.FAULT, cat.LAUNCH_ERROR) and not client.alive)):
+            return  # it failed there too: the cut stands
+    if client.last_seconds is not None:  # it completed the probe (passed, or failed on its values)
         ledger.done(client.last_seconds, flops)
 
 

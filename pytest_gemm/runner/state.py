@@ -30,6 +30,7 @@ class GemmState:
     results: list[dict[str, Any]] = field(default_factory=list)
     sandboxes: dict[Any, Any] = field(default_factory=dict)   # kernel id (or "ladder") -> SandboxClient, LRU order
     hangs: dict[Any, Any] = field(default_factory=dict)       # (spec, index) -> checks.hangs.HangLedger
+    cases: dict[Any, list[Any]] = field(default_factory=dict)  # (spec, index) -> its (check, shape, params), collected
     shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
     compile_arches: str = "claimed"    # gemm_compile_arches: claimed, or device (this GPU's only, when there is one)
     grading: Any = None                                          # gradescope.GradingConfig
