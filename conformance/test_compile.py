@@ -39,9 +39,14 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.mark.gemm_offline
-def test_compiles_offline(gemm_kernel_arch, gemm_record):
+def test_compiles_offline(gemm_kernel_arch, gemm_record, pytestconfig):
     """NVRTC compiles the kernel for the architecture with no GPU; ptxas reports its resources."""
-    from pytest_gemm.checks.compile import run_offline
+    from pytest_gemm.checks.compile import other_than_this_gpu, run_offline
+    from pytest_gemm.runner.state import state
 
     kernel, arch = gemm_kernel_arch
+    st = state(pytestconfig)
+    skipped = other_than_this_gpu(st.compile_arches, st.arches, arch)
+    if skipped:
+        pytest.skip(skipped)
     print(run_offline(kernel, arch, gemm_record))

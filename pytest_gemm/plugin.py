@@ -81,6 +81,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "to PATH, e.g. /autograder/results/results.json; weights from the ini keys gemm_weights, "
                          "gemm_visibility, gemm_performance_threshold")
     parser.addini("gemm_shapes", default="", help="quick or full (default): like --gemm-shapes")
+    parser.addini("gemm_compile_arches", default="",
+                  help="claimed (default): the compile check runs for every architecture a kernel claims; device: "
+                       "on a machine with a GPU only for that GPU's own (a grader's choice: its GPU checks run "
+                       "there), and for every claimed one where there is no GPU")
     parser.addini("gemm_kernels", type="linelist", default=[],
                   help="kernel specs under test, one per line (like --gemm-kernel)")
     parser.addini("gemm_require_gpu", default="",

@@ -5,11 +5,13 @@ GPU lock, records, reports, the gradebook) on fake checks.
   figures) instead of skipping.
 - As the sandbox's dispatch test hook (``PYTEST_GEMM_DISPATCH=fakegpu:run_check``) it runs
   fake checks in the kernel's child: what a check does is decided by the kernel's name
-  (``FAKE_KERNELS`` below): finish at once, hang, hang only above a size, run out of memory
-  in the harness or in the launcher, or take a while. ``release_memory`` counts its calls.
+  (``FAKE_KERNELS`` below): finish at once, hang, hang only above a size, fault (always, or
+  only at M == 1), end the process, run out of memory in the harness or in the launcher, or
+  take a while. ``release_memory`` counts its calls.
   With ``FAKEGPU_LOG=path`` every check (and every prepare, as check "prepare") appends one
   line: kernel, check, pid, the releases this process made before it, how many sandbox
-  children its parent has alive, start and end times. ``FAKEGPU_PREPARE_S`` makes prepare slow.
+  children its parent has alive, start and end times. ``FAKEGPU_PREPARE_S`` makes prepare slow;
+  ``FAKEGPU_STREAK`` sets the checks a kernel may fault or hang in before the rest are not run.
 
 ``env(tmp_path)`` is the environment a subprocess (pytester, the gradebook) needs for both.
 """
@@ -44,6 +46,10 @@ slow = _declare("slow")                    # every check takes 0.3 s
 wrong = _declare("wrong")                  # every check fails with wrong_values
 slow2 = _declare("slow2")
 crashy = _declare("crashy")                # a CUDA error (a fresh process next time) but in speed
+fault = _declare("fault")                  # every check: an illegal address (the process is replaced)
+fault_m1 = _declare("fault_m1")            # an illegal address only when M == 1, right elsewhere
+fault_small = _declare("fault_small")      # an illegal address when a dimension is below 128, right elsewhere
+exits = _declare("exits")                  # every check: the process ends (os._exit(3))
 everything = [ok, hang, hang_big, harness_oom, harness_oom_once, launcher_oom, slow, wrong]
 oks = [_declare(f"ok{i}") for i in range(6)]
 '''
@@ -78,6 +84,11 @@ def pytest_configure(config: Any) -> None:
     import pytest_gemm.runner.fixtures as fixtures
 
     fixtures.require_device = device  # type: ignore[assignment]
+    streak = os.environ.get("FAKEGPU_STREAK")
+    if streak:  # a test that needs a kernel's every check run even if all its first ones fault
+        from pytest_gemm.checks import hangs
+
+        hangs.HANG_STREAK = int(streak)
 
 
 def live_siblings() -> int:
@@ -139,6 +150,10 @@ def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any])
         def launcher() -> None:
             raise OutOfMemoryError("Out of memory allocating 8,589,934,592 bytes (the launcher's workspace)")
         KernelCall(launcher)()
+    elif name == "fault" or (name == "fault_m1" and m == 1) or (name == "fault_small" and min(m, n, k) < 128):
+        raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+    elif name == "exits":
+        os._exit(3)
     elif name == "crashy" and check != "speed":
         raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
     elif name in ("slow", "slow2", "crashy"):

@@ -90,3 +90,56 @@ def test_the_benchmarks_say_how_to_run_them():
         assert "python tools/" in (module.__doc__ or "")
     with pytest.raises(SystemExit):
         bench.main(["--help"])
+
+
+def test_again_pick_takes_every_wrong_student_first_then_one_of_each_kind():
+    plan = bench.class_plan(100)
+    picked = bench.again_pick(plan, 20)
+    wrong = [s for s, _, kind in plan if kind == "wrong"]
+    assert picked[:15] == wrong and len(picked) == 20 == len(set(picked))
+    assert {kind for s, _, kind in plan if s in picked[15:]} == {"correct", "slow", "hanging", "faulting"}
+
+
+def _student(elapsed: float, **time: float) -> dict:
+    return {"elapsed_s": elapsed, "results": {"extra_data": {"pytest_gemm": {"time": dict(
+        time, start={"cuda_context_s": time.get("start_s", 0.0) / 2})}}}}
+
+
+def test_time_by_kind_averages_where_each_kinds_seconds_went():
+    plan = [("a", "alice", "correct"), ("b", "alice", "correct"), ("d", "dave", "faulting")]
+    rows = {"a": _student(30.0, wall_s=25.0, lock_wait_s=4.0, start_s=2.0, process_starts=1),
+            "b": _student(40.0, wall_s=35.0, lock_wait_s=6.0, start_s=4.0, process_starts=1),
+            "d": _student(12.0, wall_s=9.0, start_s=6.0, process_starts=3)}
+    got = bench.time_by_kind(rows, plan)
+    assert got["correct"]["students"] == 2 and got["correct"]["elapsed_max_s"] == 40.0
+    assert got["correct"]["lock_wait_s"] == 5.0 and got["correct"]["other_s"] == 5.0
+    assert got["correct"]["start.cuda_context_s"] == 1.5
+    assert got["faulting"]["process_starts"] == 3.0
+
+
+def test_targets_say_which_are_met():
+    by_kind = {"faulting": {"students": 10, "elapsed_max_s": 58.0, "elapsed_mean_s": 20.0},
+               "hanging": {"students": 5, "elapsed_max_s": 61.0, "elapsed_mean_s": 50.0}}
+    solo = [{"same_correctness": True, "speed_within": True, "speed_ratio": 1.004}]
+    again = [{"same_correctness": True}, {"same_correctness": False}]
+    met = bench.targets(290.0, 12, 100, by_kind, solo, again, 0.005)
+    assert [ok for ok, _ in met] == [True, True, False, True, False]
+    assert met[0][1].startswith("class: 100 students in 290.0 s with the gradebook's defaults (--jobs 12)")
+    assert "worst 0.40 %" in met[3][1] and "identical for 1 of 2" in met[4][1]
+    assert not bench.targets(301.0, 12, 100, {}, [], [], 0.005)[0][0]
+
+
+def test_the_course_benchmark_runs_the_readmes_command_and_says_whether_it_met_90_s(tmp_path):
+    course = load_declarations(REPO / "tools" / "course_benchmark.py", "course_benchmark")
+    cmd = course.command(tmp_path)
+    assert cmd[1:] == ["-m", "pytest_gemm.grading.gradebook", str(REPO / "examples/course/submissions"), "--attr",
+                       "kernel", "--ini", str(REPO / "examples/course/pytest.ini"), "--out", str(tmp_path / "g.csv"),
+                       "--json", str(tmp_path / "g.json")]
+    assert "--jobs" not in cmd  # the gradebook's defaults
+    book = {"jobs": 12, "students": [{"student": "alice", "status": "graded", "score": 92.8, "max_score": 100,
+                                      "elapsed_s": 41.0}]}
+    met, lines = course.summary(book, 88.0, 90.0)
+    assert met and lines == ["  alice: graded, 92.8 / 100 in 41.0 s",
+                             "  MET   course: 1 students in 88.0 s with the gradebook's defaults (--jobs 12); "
+                             "target <= 90 s"]
+    assert not course.summary(book, 90.5, 90.0)[0]

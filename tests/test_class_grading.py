@@ -84,6 +84,90 @@ def test_start_up_is_not_counted_in_a_checks_timeout(fake, monkeypatch):
     assert kernels["ok"]["checks"][0]["wall_s"] > 2.5  # the test's wall time includes it; the check's does not
 
 
+# ---- faults cost what hangs cost ---------------------------------------------------------
+
+def _pids(rows: list[dict[str, Any]], kernel: str) -> set[int]:
+    """The kernel's processes (each logs its prepare)."""
+    return {r["pid"] for r in rows if r["kernel"] == kernel}
+
+
+@pytest.mark.parametrize("name", ["fault", "exits"])
+def test_a_kernel_that_faults_in_every_check_runs_three_then_the_rest_are_not_run(fake, monkeypatch, name):
+    monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    result, kernels, took = _run(fake, "--gemm-kernel", f"fake_kernels.py:{name}")
+    checks = kernels[name]["checks"]
+    assert len(checks) == 56 and all(c["category"] == cat.FAULT for c in checks)  # a record for every check
+    ran = [c for c in checks if "not run" not in c["message"]]
+    assert len(ran) == 3 and ran == checks[:3]                   # three fresh processes, a probe, then no more
+    assert len(_pids(_log(fake), name)) == 4
+    assert ("not run: the kernel faulted in 3 checks, first at launch at 64x64x64, and in a probe at a large "
+            "shape (exact at 1024x1024x1024), without completing any" in checks[3]["message"])
+    assert all(c["wall_s"] < 1 for c in checks[3:])
+    result.assert_outcomes(failed=56, skipped=2)
+
+
+def test_a_kernel_that_faults_only_at_some_shapes_earns_every_check_it_passes(fake, monkeypatch):
+    monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    result, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:fault_m1")
+    checks = kernels["fault_m1"]["checks"]
+    m1 = [c for c in checks if c["shape"][0] == 1]
+    others = [c for c in checks if c["shape"][0] != 1]
+    assert len(m1) >= 5 and all(c["category"] == cat.FAULT and "not run" not in c["message"] for c in m1)
+    assert others and all(c["outcome"] == "passed" for c in others), [c["message"] for c in others
+                                                                       if c["outcome"] != "passed"]
+    # each fault ran in a process of its own: every M=1 check really ran
+    assert len(_pids(_log(fake), "fault_m1")) == len(m1) + 1
+
+
+def test_a_kernel_that_faults_at_every_small_shape_is_probed_at_a_large_one_and_never_cut_off(fake, monkeypatch):
+    monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    result, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:fault_small", "-k", "exact or launch")
+    checks = kernels["fault_small"]["checks"]
+    small = [c for c in checks if min(c["shape"]) < 128]
+    large = [c for c in checks if min(c["shape"]) >= 128]
+    assert small[:3] == checks[:3]  # launch at 64x64x64, exact at 1x1x1 and 2x2x2: all fault
+    assert all(c["category"] == cat.FAULT and "not run" not in c["message"] for c in small)
+    assert large and all(c["outcome"] == "passed" for c in large)
+
+
+def test_probe_case_takes_the_largest_smallest_dimension_up_to_1024_then_the_least_work():
+    from pytest_gemm.checks.hangs import probe_case
+
+    cases = [("exact", (1, 1, 1), {}), ("exact", (4096, 4096, 4096), {}), ("exact", (1024, 1024, 1024), {}),
+             ("exact", (1, 4096, 4096), {}), ("coverage", (1000, 1000, 1000), {}), ("accuracy", (129, 131, 4096),
+                                                                                    {"dist": "heavy"})]
+    assert probe_case(cases, ["exact at 1x1x1"]) == ("exact", (1024, 1024, 1024), {})
+    assert probe_case(cases, ["exact at 1024x1024x1024"]) == ("exact", (4096, 4096, 4096), {})
+    assert probe_case([], []) is None
+
+
+def test_a_kernel_that_faults_first_then_completes_a_check_is_never_cut_off(fake, monkeypatch):
+    from pytest_gemm.checks.hangs import HangLedger
+
+    ledger = HangLedger()
+    ledger.faulted("exact at 1x1x1")
+    ledger.faulted("exact at 1x1x4096")
+    ledger.done(0.01, 2.0)
+    for _ in range(10):
+        ledger.faulted("exact at 1x128x1")
+    assert ledger.cut_off() is None
+    mixed = HangLedger()
+    mixed.timed_out("launch at 64x64x64")
+    mixed.faulted("exact at 1x1x1")
+    assert mixed.cut_off() is None
+    mixed.faulted("exact at 2x2x2")
+    category, why = mixed.cut_off()
+    assert category == cat.FAULT
+    assert why.startswith("not run: the kernel faulted in 2 checks, first at exact at 1x1x1 (and timed out in 1, "
+                          "first at launch at 64x64x64)")
+    launch = HangLedger()
+    for label in ("launch at 64x64x64", "exact at 1x1x1", "exact at 2x2x2"):
+        launch.faulted(label, cat.LAUNCH_ERROR)
+    category, why = launch.cut_off()
+    assert category == cat.LAUNCH_ERROR and why.startswith("not run: the kernel's launch failed in 3 checks, first at "
+                                                           "launch at 64x64x64, without completing any")
+
+
 # ---- out of memory ------------------------------------------------------------------------
 
 def test_a_harness_out_of_memory_is_retried_once_then_the_harnesss_problem_not_the_kernels(fake):
@@ -157,9 +241,11 @@ def test_each_child_releases_its_memory_pools_after_every_check(fake, monkeypatc
 def test_timed_checks_have_the_gpu_to_themselves_across_xdist_workers(fake, monkeypatch):
     """... apart from correctness checks and from processes preparing a kernel (a CUDA context,
     a module load), which share the GPU with each other. crashy's process ends after each of
-    its correctness checks (a CUDA error), so a fresh one prepares all along."""
+    its correctness checks (a CUDA error), so a fresh one prepares all along (never cut off here:
+    FAKEGPU_STREAK)."""
     pytest.importorskip("xdist")
     monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
+    monkeypatch.setenv("FAKEGPU_STREAK", "1000")
     monkeypatch.setenv("FAKEGPU_PREPARE_S", "0.2")
     result, _, _ = _run(fake, "-n", "2", "--gemm-kernel", "fake_kernels.py:slow", "--gemm-kernel",
                         "fake_kernels.py:crashy", "--gemm-shapes", "quick", "-k", "speed or exact or guards")

@@ -147,3 +147,35 @@ def test_a_harness_out_of_memory_is_graded_again_alone_and_kept_when_it_passes(t
     last_b = max((row for row in seen if row[0] == "b"), key=lambda row: row[2])
     assert all(last_b[2] >= row[3] for row in seen if row is not last_b)  # alone: after every other run
     assert sorted(printed) == ["a", "b", "c"]  # each student reported once, the final row
+
+
+def test_the_default_jobs_fit_the_machine():
+    from pytest_gemm.grading.classrun import JOBS_PER_GPU, default_jobs
+
+    assert default_jobs(gpus=1, cores=16) == 12          # an H200 machine: 12 was faster than 16
+    assert default_jobs(gpus=1, cores=2) == 1
+    assert default_jobs(gpus=1, cores=64) == JOBS_PER_GPU  # one GPU: at most JOBS_PER_GPU students on it
+    assert default_jobs(gpus=8, cores=128) == 96          # eight GPUs: the cores bound it
+    assert default_jobs(gpus=2, cores=8) == 6
+    assert default_jobs(gpus=0, cores=8) == 6             # no GPU: compile checks only, bound by the cores
+    assert default_jobs(gpus=4, cores=1) == 1
+
+
+def test_the_gradebook_without_jobs_uses_the_machines_default(tmp_path, monkeypatch, capsys):
+    from pytest_gemm.grading import gradebook
+
+    seen = {}
+
+    def fake_grade_all(submissions, **kwargs):
+        seen.update(kwargs)
+        return []
+
+    (tmp_path / "subs" / "ann").mkdir(parents=True)
+    (tmp_path / "subs" / "ann" / "kernel.py").write_text("")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setattr(gradebook, "cpu_cores", lambda: 6)
+    monkeypatch.setattr(gradebook, "grade_all", fake_grade_all)
+    gradebook.main([str(tmp_path / "subs"), "--out", str(tmp_path / "g.csv")])
+    assert seen["jobs"] == 4 and "with --jobs 4)" in capsys.readouterr().out
+    gradebook.main([str(tmp_path / "subs"), "--out", str(tmp_path / "g.csv"), "--jobs", "3"])
+    assert seen["jobs"] == 3

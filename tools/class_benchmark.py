@@ -1,15 +1,20 @@
-"""Grade a generated class on this machine's GPUs and check it against grading one at a time.
+"""Grade a generated class on this machine's GPUs and check the targets of issue 26.
 
-    python tools/class_benchmark.py --students 100 --jobs 12 --solo 3 [--out DIR] [-- extra pytest args]
+    python tools/class_benchmark.py --students 100 [--jobs N] --solo 3 --again 25 [--out DIR] [-- pytest args]
 
 Generates ``--students`` submissions from ``examples/course`` in realistic proportions
 (``MIX``: correct tiles, correct but slow naive kernels, a wrong edge, hangs, faults), grades
-them with ``python -m pytest_gemm.grading.gradebook --jobs N`` (the course's pytest.ini),
-prints the wall time, then grades ``--solo`` of them again one at a time (one of each kind
-first) and compares: every correctness score must be identical, and each speed figure
-(fraction of cuBLAS) within ``--speed-tolerance`` (2 %) of the solo run's. Exit status 1
-when a correctness score differs, 2 when a speed figure is out of tolerance. Needs a GPU
-(without one every score is 0, and the comparison still runs).
+them with ``python -m pytest_gemm.grading.gradebook`` (the course's pytest.ini; its default
+``--jobs`` unless one is given), prints the wall time and where each kind of student's seconds
+went (the gradebook JSON's ``time``: checks, GPU-lock and quiet-GPU waits, kernel process
+start-ups phase by phase), grades ``--solo`` of them again one at a time (one of each kind
+first) and ``--again`` of them a second time with the class's options (every wrong one first:
+their out-of-bounds writes race), and prints one line per target: the class in
+``--class-limit`` (300) s, every faulting and every hanging student in ``--student-limit``
+(60) s, the solo students' correctness scores identical and speed (fraction of cuBLAS) within
+``--speed-tolerance`` (0.5 %), the second pass's correctness scores identical. Exit status 1
+when a target is missed. Needs a GPU (without one every score is 0, and the comparisons
+still run).
 """
 from __future__ import annotations
 
@@ -78,10 +83,14 @@ def make_class(root: Path, n: int) -> list[tuple[str, str, str]]:
     return plan
 
 
-def grade(folder: Path, out: Path, jobs: int, extra: Sequence[str], timeout: float | None) -> tuple[dict[str, Any], float]:
-    """Run the gradebook; (its students by name, wall seconds)."""
+def grade(folder: Path, out: Path, jobs: int | None, extra: Sequence[str],
+          timeout: float | None) -> tuple[dict[str, Any], float, Any]:
+    """Run the gradebook (``jobs`` None: its default); (its students by name, wall seconds, the
+    --jobs it used)."""
     cmd = [sys.executable, "-m", "pytest_gemm.grading.gradebook", str(folder), "--ini", str(COURSE / "pytest.ini"),
-           "--out", str(out.with_suffix(".csv")), "--json", str(out), "--jobs", str(jobs)]
+           "--out", str(out.with_suffix(".csv")), "--json", str(out)]
+    if jobs is not None:
+        cmd += ["--jobs", str(jobs)]
     if timeout is not None:
         cmd += ["--timeout", f"{timeout:g}"]
     cmd += ["--", *extra] if extra else []
@@ -89,7 +98,8 @@ def grade(folder: Path, out: Path, jobs: int, extra: Sequence[str], timeout: flo
     started = time.monotonic()
     subprocess.run(cmd, check=True)
     took = time.monotonic() - started
-    return {s["student"]: s for s in json.loads(out.read_text())["students"]}, took
+    book = json.loads(out.read_text())
+    return {s["student"]: s for s in book["students"]}, took, book.get("jobs", jobs)
 
 
 def correctness_score(row: dict[str, Any]) -> float:
@@ -98,17 +108,20 @@ def correctness_score(row: dict[str, Any]) -> float:
 
 
 def compare(class_rows: dict[str, Any], solo_rows: dict[str, Any], tolerance: float = 0.02) -> list[dict[str, Any]]:
-    """Per student graded both ways: the scores, the speed figures, and whether they agree."""
+    """Per student graded both ways: the scores, the speed figures (the fraction of cuBLAS,
+    stricter than the speed points, which stop growing at the course's threshold), and whether
+    they agree."""
     out = []
     for student, solo in solo_rows.items():
         row = class_rows[student]
         a, b = row.get("fraction_of_cublas"), solo.get("fraction_of_cublas")
         speed_ratio = (a / b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+        pa, pb = (float((r.get("checks") or {}).get("speed") or 0.0) for r in (row, solo))
         out.append({"student": student, "class_score": row["score"], "solo_score": solo["score"],
                     "class_status": row["status"], "solo_status": solo["status"],
                     "same_correctness": correctness_score(row) == correctness_score(solo)
                     and row["status"] == solo["status"],
-                    "speed_ratio": speed_ratio,
+                    "speed_ratio": speed_ratio, "points_ratio": pa / pb if pa and pb else None,
                     "speed_within": speed_ratio is None or abs(speed_ratio - 1.0) <= tolerance})
     return out
 
@@ -122,49 +135,147 @@ def solo_pick(plan: list[tuple[str, str, str]], k: int) -> list[str]:
     return picked[:k]
 
 
+def again_pick(plan: list[tuple[str, str, str]], k: int) -> list[str]:
+    """``k`` students to grade a second time: every wrong one first (their out-of-bounds writes
+    race, the case where a score could change between runs), then one of each other kind, then
+    in class order."""
+    wrong = [s for s, _, kind in plan if kind == "wrong"]
+    return (wrong + [s for s in solo_pick(plan, len(plan)) if s not in wrong])[:k]
+
+
+TIME_KEYS = ("wall_s", "check_s", "lock_wait_s", "quiet_wait_s", "start_s", "process_starts")
+
+
+def time_by_kind(rows: dict[str, Any], plan: list[tuple[str, str, str]]) -> dict[str, dict[str, float]]:
+    """Per kind of student: how many, their seconds (mean and max), and the means of where a
+    student's run went (``extra_data.pytest_gemm.time``: the checks' wall time and own time, the
+    GPU-lock and quiet-GPU waits, the kernel process start-ups and how many) and of each start-up
+    phase; ``other_s`` is the rest of the student's seconds (pytest itself, collection, the
+    compile checks)."""
+    kinds: dict[str, list[dict[str, Any]]] = {}
+    for student, _, kind in plan:
+        if student in rows:
+            kinds.setdefault(kind, []).append(rows[student])
+    out: dict[str, dict[str, float]] = {}
+    for kind, members in kinds.items():
+        times = [((r.get("results") or {}).get("extra_data") or {}).get("pytest_gemm", {}).get("time") or {}
+                 for r in members]
+        n = len(members)
+        line = {"students": n, "elapsed_mean_s": sum(float(r["elapsed_s"]) for r in members) / n,
+                "elapsed_max_s": max(float(r["elapsed_s"]) for r in members)}
+        for key in TIME_KEYS:
+            line[key] = sum(float(t.get(key) or 0.0) for t in times) / n
+        line["other_s"] = line["elapsed_mean_s"] - line["wall_s"]
+        for phase in sorted({p for t in times for p in (t.get("start") or {})}):
+            line[f"start.{phase}"] = sum(float((t.get("start") or {}).get(phase) or 0.0) for t in times) / n
+        out[kind] = line
+    return out
+
+
+def targets(took: float, jobs: Any, n: int, by_kind: dict[str, dict[str, float]], solo: list[dict[str, Any]],
+            again: list[dict[str, Any]], tolerance: float, class_limit: float = 300.0,
+            student_limit: float = 60.0) -> list[tuple[bool, str]]:
+    """(met, one line) for each target the issue sets (issue 26)."""
+    out = [(took <= class_limit, f"class: {n} students in {took:.1f} s with the gradebook's defaults (--jobs {jobs}); "
+                                 f"target <= {class_limit:g} s")]
+    for kind in ("faulting", "hanging"):
+        line = by_kind.get(kind)
+        if line:
+            out.append((line["elapsed_max_s"] <= student_limit,
+                        f"{kind}: every one of {line['students']} in <= {line['elapsed_max_s']:.1f} s "
+                        f"(mean {line['elapsed_mean_s']:.1f} s); target <= {student_limit:g} s"))
+    if solo:
+        same = sum(x["same_correctness"] for x in solo)
+        within = sum(x["speed_within"] for x in solo)
+        worst = max((abs(x["speed_ratio"] - 1.0) for x in solo if x["speed_ratio"] is not None), default=0.0)
+        out.append((same == len(solo) and within == len(solo),
+                    f"alone: {len(solo)} students graded again one at a time: correctness identical for {same}, "
+                    f"speed within {100 * tolerance:g} % for {within} (worst {100 * worst:.2f} %)"))
+    if again:
+        same = sum(x["same_correctness"] for x in again)
+        out.append((same == len(again), f"twice: {len(again)} students graded a second time (every wrong one "
+                                        f"first): correctness identical for {same} of {len(again)}"))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from pytest_gemm.grading.gradebook import split_passthrough
 
     args_in, extra = split_passthrough(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--students", type=int, default=100)
-    p.add_argument("--jobs", type=int, default=8, help="students at once in the class run (default 8)")
-    p.add_argument("--solo", type=int, default=5, help="students graded again one at a time (default 5)")
-    p.add_argument("--speed-tolerance", type=float, default=0.02)
+    p.add_argument("--jobs", type=int, default=None, help="students at once in the class run (default: the "
+                   "gradebook's own default, what fits the machine)")
+    p.add_argument("--solo", type=int, default=3, help="students graded again one at a time (default 3)")
+    p.add_argument("--again", type=int, default=25, help="students graded a second time with the class's "
+                   "options, every wrong one first (default 25; 0: none; the whole class: --again 100)")
+    p.add_argument("--speed-tolerance", type=float, default=0.005)
+    p.add_argument("--class-limit", type=float, default=300.0, help="the class's target in seconds (default 300)")
+    p.add_argument("--student-limit", type=float, default=60.0,
+                   help="each faulting and hanging student's target in seconds (default 60)")
     p.add_argument("--timeout", type=float, default=None, help="per-student limit (the gradebook's default)")
+    p.add_argument("--deadline", type=float, default=None, help="seconds from the start after which no further "
+                   "pass begins: the solo and second passes are skipped, saying so, when their estimate does not fit")
     p.add_argument("--out", default=None, help="folder for the class and the gradebooks (default: a temp dir)")
     args = p.parse_args(args_in)
+    began = time.monotonic()
     root = Path(args.out or tempfile.mkdtemp(prefix="gemm-class-"))
     plan = make_class(root / "class", args.students)
     print(f"class of {len(plan)} in {root / 'class'}: "
           + ", ".join(f"{n} {kind}" for kind, n in _counts(plan).items()), flush=True)
-    rows, took = grade(root / "class", root / "class.json", args.jobs, extra, args.timeout)
-    print(f"\nCLASS: {len(rows)} students graded in {took:.1f} s with --jobs {args.jobs} "
+    rows, took, jobs = grade(root / "class", root / "class.json", args.jobs, extra, args.timeout)
+    print(f"\nCLASS: {len(rows)} students graded in {took:.1f} s with --jobs {jobs} "
           f"({took / max(1, len(rows)):.1f} s per student)", flush=True)
-    hanging = [r for s, r in rows.items() if "hanging" in s]
-    if hanging:
-        print("hanging students took " + ", ".join(f"{r['elapsed_s']:.1f} s ({r['status']}, {r['score']:g})"
-                                                     for r in hanging))
-    if args.solo <= 0:
-        return 0
-    solo_dir = root / "solo"
-    for student in solo_pick(plan, args.solo):
-        shutil.copytree(root / "class" / student, solo_dir / student)
-    solo_rows, solo_took = grade(solo_dir, root / "solo.json", 1, extra, args.timeout)
-    print(f"\nSOLO: {len(solo_rows)} students one at a time in {solo_took:.1f} s")
-    table = compare(rows, solo_rows, args.speed_tolerance)
-    for line in table:
-        ratio = "" if line["speed_ratio"] is None else f", speed class/solo {line['speed_ratio']:.4f}"
-        print(f"  {line['student']}: class {line['class_score']:g} ({line['class_status']}), solo "
-              f"{line['solo_score']:g} ({line['solo_status']}){ratio}"
-              + ("" if line["same_correctness"] else "  CORRECTNESS DIFFERS")
-              + ("" if line["speed_within"] else "  SPEED OUT OF TOLERANCE"))
-    same = sum(line["same_correctness"] for line in table)
-    within = sum(line["speed_within"] for line in table)
-    print(f"\nRESULT: {len(rows)} students in {took:.1f} s (--jobs {args.jobs}); correctness scores identical for "
-          f"{same} of {len(table)} graded solo; speed within {100 * args.speed_tolerance:g} % for {within} of "
-          f"{len(table)}; files in {root}")
-    return 0 if same == len(table) and within == len(table) else (1 if same != len(table) else 2)
+    by_kind = time_by_kind(rows, plan)
+    print("\nWHERE THE SECONDS WENT (means per student of each kind; start.*: the kernel process start-ups)")
+    for kind, line in by_kind.items():
+        print(f"  {kind}: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                                         for k, v in line.items()), flush=True)
+    for ok, line in targets(took, jobs, len(rows), by_kind, [], [], args.speed_tolerance, args.class_limit,
+                            args.student_limit):
+        print(f"  {'MET ' if ok else 'MISSED'}  {line}", flush=True)  # now, in case a later pass is cut off
+
+    def fits(what: str, estimate: float) -> bool:
+        left = None if args.deadline is None else args.deadline - (time.monotonic() - began)
+        if left is None or estimate <= left:
+            return True
+        print(f"\n{what}: skipped, about {estimate:.0f} s would not fit in the {left:.0f} s left before --deadline")
+        return False
+
+    per_student = took * max(1, jobs or 1) / max(1, len(rows))  # one student's seconds, as graded in the class
+    solo: list[dict[str, Any]] = []
+    if args.solo > 0 and fits("SOLO", per_student * args.solo):
+        solo_dir = root / "solo"
+        for student in solo_pick(plan, args.solo):
+            shutil.copytree(root / "class" / student, solo_dir / student)
+        solo_rows, solo_took, _ = grade(solo_dir, root / "solo.json", 1, extra, args.timeout)
+        print(f"\nSOLO: {len(solo_rows)} students one at a time in {solo_took:.1f} s")
+        solo = compare(rows, solo_rows, args.speed_tolerance)
+        for line in solo:
+            ratio = "" if line["speed_ratio"] is None else f", speed class/solo {line['speed_ratio']:.4f}"
+            print(f"  {line['student']}: class {line['class_score']:g} ({line['class_status']}), solo "
+                  f"{line['solo_score']:g} ({line['solo_status']}){ratio}"
+                  + ("" if line["same_correctness"] else "  CORRECTNESS DIFFERS")
+                  + ("" if line["speed_within"] else "  SPEED OUT OF TOLERANCE"))
+    again: list[dict[str, Any]] = []
+    if args.again > 0 and fits("AGAIN", took * min(args.again, len(rows)) / max(1, len(rows)) + per_student):
+        again_dir = root / "again"
+        for student in again_pick(plan, args.again):
+            shutil.copytree(root / "class" / student, again_dir / student)
+        again_rows, again_took, again_jobs = grade(again_dir, root / "again.json", args.jobs, extra, args.timeout)
+        print(f"\nAGAIN: {len(again_rows)} students graded a second time in {again_took:.1f} s (--jobs {again_jobs})")
+        again = compare(rows, again_rows, 1.0)  # correctness only: speed is the solo run's comparison
+        for line in again:
+            if not line["same_correctness"]:
+                print(f"  {line['student']}: first {line['class_score']:g} ({line['class_status']}), second "
+                      f"{line['solo_score']:g} ({line['solo_status']})  CORRECTNESS DIFFERS")
+    met = targets(took, jobs, len(rows), by_kind, solo, again, args.speed_tolerance, args.class_limit,
+                  args.student_limit)
+    print("\nTARGETS (issue 26)")
+    for ok, line in met:
+        print(f"  {'MET ' if ok else 'MISSED'}  {line}")
+    print(f"\nRESULT: {sum(ok for ok, _ in met)} of {len(met)} targets met; files in {root}")
+    return 0 if all(ok for ok, _ in met) else 1
 
 
 def _counts(plan: list[tuple[str, str, str]]) -> dict[str, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import Harness, run_kernel
+from .common import Harness, reject_writes_outside_c, run_kernel
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
 
@@ -47,6 +47,7 @@ def check_accuracy_random(h: Harness, shape: Shape, distribution: str, record: A
 
     problem = random_inputs(*shape, precision=h.kernel.precision, distribution=distribution, seed=5)
     result = run_kernel(h, problem)
+    reject_writes_outside_c(result, "accuracy", shape)
 
     def keep(report: Any) -> None:
         if record is not None:

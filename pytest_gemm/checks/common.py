@@ -35,6 +35,30 @@ def run_kernel(h: Harness, problem: Any, **kwargs: Any) -> LaunchResult:
                                 "the launch itself was refused: check block size, grid and shared memory"]) from None
 
 
+def reject_writes_outside_c(result: LaunchResult, check: str, shape: Any) -> None:
+    """Fail a value check whose launch wrote outside C (its guard bands changed), whatever the
+    values came out as. Such writes are a race's evidence that does not depend on the race's
+    outcome: a store past the end of a row lands in the next row too, where another block
+    writes the right value, and which of the two writes is last depends on the order in which
+    blocks finish. Judging the values alone would pass or fail the same kernel from run to run;
+    the guard band after C is written by nothing else, so this verdict is the same every run."""
+    g = result.c_guard
+    if not (g.after or g.before):
+        return
+    where = []
+    if g.after:
+        where.append(f"{g.after} bytes after the end of C (from {g.first_after} to {g.last_after} bytes past it)")
+    if g.before:
+        where.append(f"{g.before} bytes before its start (up to {g.first_before} bytes before it)")
+    shape_text = "x".join(map(str, shape))
+    raise GemmCheckFailure(
+        cat.OUT_OF_BOUNDS_WRITE,
+        f"{check} at {shape_text}: the launch wrote outside C ({'; '.join(where)}), so its values here are "
+        "not judged: such stores also land inside C, in the next rows, where they race with the right values",
+        ["guard every store with row < M && col < N; a check whose launch writes outside C fails whatever its "
+         "values, so the same kernel gets the same score in every run"])
+
+
 def to_numpy(x: Any) -> np.ndarray:
     return x.get() if hasattr(x, "get") else np.asarray(x)
 

@@ -27,6 +27,23 @@ def _no_toolchain(message: str) -> None:
     pytest.skip(f"{NO_NVRTC}: {message} (the GPU checks compile it for this {found.name} through CuPy)")
 
 
+def other_than_this_gpu(compile_arches: str, wanted: list[str] | None, arch: str) -> str | None:
+    """Why the compile check for ``arch`` is skipped under ``gemm_compile_arches = device``: on a
+    machine with a GPU only that GPU's architecture is compiled (the GPU checks run there; the
+    others cost a grader seconds per student for optimised kernels and say nothing about this
+    GPU), or None when it runs: ``claimed``, compile-only mode (``--gemm-arch``: ``wanted``
+    given), no usable GPU (then nothing else compile-checks the kernel), or this GPU's arch."""
+    if compile_arches != "device" or wanted:
+        return None
+    from ..kernels.device import probe
+
+    found = probe()
+    if isinstance(found, str) or arch.rstrip("a") == found.arch:
+        return None
+    return (f"gemm_compile_arches = device: compile-checked for this GPU's {found.arch} only; a run with no GPU, "
+            f"or with gemm_compile_arches = claimed, checks {arch} too")
+
+
 def run_offline(kernel: GemmKernel, arch: str, record: Callable[[dict[str, Any]], None]) -> str:
     """Compile ``kernel`` for ``arch``; record its resources and return a one-line summary."""
     from ..kernels.compiler import GemmCompileError, GemmToolchainError, compile_for_arch

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import Harness, reference_f32, run_kernel, tile_of, to_numpy
+from .common import Harness, reference_f32, reject_writes_outside_c, run_kernel, tile_of, to_numpy
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
@@ -27,6 +27,7 @@ def check_coverage(h: Harness, shape: Shape, record: Any = lambda facts: None) -
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=1)
     result = run_kernel(h, problem)
+    reject_writes_outside_c(result, "coverage", shape)
     unwritten = unwritten_mask(result.c, xp=cupy)
     if not bool(unwritten.any()):
         return

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .common import Harness, bits_equal, reference_f32, run_kernel, to_numpy
+from .common import Harness, bits_equal, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
 
@@ -30,7 +30,9 @@ def check_deterministic(h: Harness, shape: Shape, runs: int = RUNS,
     from .history_replay import replay_fresh_history
 
     problem = random_inputs(*shape, precision=h.kernel.precision, distribution="uniform", seed=SEED)
-    first = run_kernel(h, problem).c  # kept on the device meanwhile, as a caller keeps its result
+    launch = run_kernel(h, problem)
+    reject_writes_outside_c(launch, "deterministic", shape)  # its race would make this check's verdict a coin toss
+    first = launch.c  # kept on the device meanwhile, as a caller keeps its result
     outputs, again = [to_numpy(first)], None
     for _ in range(runs - 1):
         again = run_kernel(h, problem).c  # (the previous one is released only once this one is in)

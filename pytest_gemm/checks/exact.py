@@ -1,5 +1,6 @@
 """Exact correctness: integer inputs small enough that every product and partial sum is
-exact in the kernel's precision, compared bit for bit with the float64 reference.
+exact in the kernel's precision, compared bit for bit with the float64 reference. A launch
+that wrote outside C fails whatever its values (``common.reject_writes_outside_c``).
 
 A wrong output records ``exact_error``: its K, its largest error in u|A||B| and whether the
 errors are the size of a lower precision's rounding with no recognised logic pattern; the
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .common import Harness, assert_exact, reference_f32, run_kernel
+from .common import Harness, assert_exact, reference_f32, reject_writes_outside_c, run_kernel
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
@@ -22,6 +23,7 @@ def check_exact(h: Harness, shape: Shape, seed: int = 0,
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=seed)
     result = run_kernel(h, problem)
+    reject_writes_outside_c(result, "exact", shape)
     ref64 = reference_f32(problem)
     try:
         assert_exact(h, result, ref64, problem)

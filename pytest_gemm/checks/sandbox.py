@@ -14,8 +14,10 @@ a failed check is added to that failure's details.
 Start-up is bounded apart from the checks: importing the kernel (``LOAD_TIMEOUT``) and
 preparing it (CUDA initialisation, compiling and loading it: ``PREPARE_TIMEOUT``) each have
 their own limit and are reported as such, so a check's timeout measures the check alone.
-Each reply carries the check's duration in the child (``last_seconds``). A check that takes
-the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is not the
+Each reply carries the check's duration in the child (``last_seconds``); where a start-up's
+seconds went (the process, importing the kernel, waiting for the GPU lock, CUDA's context,
+compiling, loading) is kept in ``last_start``, a check's lock waits in ``last_lock_wait_s``.
+A check that takes the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is not the
 check's time and does not count towards its timeout. ``run`` takes a
 ``guard``, a context manager held only while the check itself runs (the GPU-wide lock of
 ``measure/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel. The child's side, its memory release between checks and its
@@ -64,6 +66,8 @@ class SandboxClient:
         self.last_seconds: float | None = None      # the last check's own duration in the child
         self.peak_pool_bytes = 0                    # the most CuPy's pool held at the end of a check
         self.check_timed_out = False                # the last check (not its start-up) ran out of time
+        self.last_start: dict[str, float] | None = None  # the seconds of a start-up the last run() made
+        self.last_lock_wait_s = 0.0                 # the last check's waits for the GPU lock (both sides)
 
     def target(self, spec: str, index: int) -> None:
         self.spec, self.index = spec, index
@@ -76,6 +80,7 @@ class SandboxClient:
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
         env["PYTHONUNBUFFERED"] = "1"  # a print just before os._exit() or a crash still reaches the log
+        self._spawned = time.monotonic()
         self.proc = subprocess.Popen(cmd, pass_fds=(to_child_r, from_child_w), stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                      cwd=self.rootdir, start_new_session=True)
@@ -200,7 +205,7 @@ class SandboxClient:
         """A child process is running (idle or inside a check)."""
         return self.proc is not None and self.proc.poll() is None
 
-    def _startup_reply(self, what: str, limit: float, shape_text: str) -> None:
+    def _startup_reply(self, what: str, limit: float, shape_text: str) -> dict[str, Any]:
         """Wait for the answer to a load or prepare request; its time limit is its own, not a check's."""
         try:
             reply = self._receive(timeout=limit)
@@ -216,19 +221,32 @@ class SandboxClient:
         if reply["status"] != "ok":
             self.stop()
             _raise(reply)
+        return reply
 
-    def _load(self, shape_text: str, guard: Callable[[], ContextManager[Any]]) -> None:
+    def _load(self, shape_text: str, guard: Callable[[], ContextManager[Any]], fresh: bool = False) -> None:
         """Wait for the child's answer to a load request (sent by _start or a retarget), then
-        prepare, holding ``guard()`` (it uses the GPU)."""
-        self._startup_reply("loading the kernel (starting its process, importing its module)", LOAD_TIMEOUT,
-                            shape_text)
+        prepare, holding ``guard()`` (it uses the GPU). Where the seconds went is kept in
+        ``last_start`` (``fresh``: a new process, whose start and imports are counted too)."""
+        from ..measure.gpu_lock import waited_seconds
+
+        loaded = self._startup_reply("loading the kernel (starting its process, importing its module)",
+                                     LOAD_TIMEOUT, shape_text)
+        start: dict[str, float] = {}
+        if fresh:  # from the fork to the child's first line, then its imports up to the load request
+            start["process_s"] = round(time.monotonic() - self._spawned - float(loaded.get("seconds") or 0.0), 4)
+        start["kernel_import_s"] = round(float(loaded.get("seconds") or 0.0), 4)
+        waited = waited_seconds()
         with guard():
+            start["lock_wait_s"] = round(waited_seconds() - waited, 4)
             try:
                 self._send({"op": "prepare"})
             except (BrokenPipeError, ConnectionError):
                 raise self._death(shape_text, "preparing the kernel") from None
-            self._startup_reply("preparing the kernel (CUDA initialisation, compiling and loading it)",
-                                PREPARE_TIMEOUT, shape_text)
+            prepared = self._startup_reply("preparing the kernel (CUDA initialisation, compiling and loading it)",
+                                           PREPARE_TIMEOUT, shape_text)
+        start.update((k, round(float(v), 4)) for k, v in (prepared.get("phases") or {}).items())
+        start["prepare_s"] = round(float(prepared.get("seconds") or 0.0), 4)
+        self.last_start = start
         self.loaded = (self.spec, self.index)
 
     def start(self, shape_text: str = "", guard: Callable[[], ContextManager[Any]] | None = None) -> None:
@@ -237,7 +255,7 @@ class SandboxClient:
         guard = guard or contextlib.nullcontext
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-            self._load(shape_text, guard)
+            self._load(shape_text, guard, fresh=True)
         elif self.loaded != (self.spec, self.index):
             try:
                 self._send_load()
@@ -253,10 +271,14 @@ class SandboxClient:
         ``timeout`` bounds the check alone (start-up has its own limits; ``why`` names where the
         limit came from in a timeout's message); ``guard()`` is held while the check runs,
         ``startup_guard()`` while a new child prepares the kernel."""
+        from ..measure.gpu_lock import waited_seconds
+
         shape_text = "x".join(map(str, shape))
-        self.last_seconds, self.check_timed_out = None, False
+        self.last_seconds, self.check_timed_out, self.last_start, self.last_lock_wait_s = None, False, None, 0.0
         self.start(shape_text, startup_guard)
+        waited = waited_seconds()
         with (guard or contextlib.nullcontext)():
+            self.last_lock_wait_s = waited_seconds() - waited
             return self._run_check(check, shape, shape_text, params, options, timeout, why)
 
     def _run_check(self, check: str, shape: list[int], shape_text: str, params: dict[str, Any],
@@ -278,6 +300,7 @@ class SandboxClient:
         if reply is None:
             raise self._death(shape_text, check)
         self.last_seconds = reply.get("seconds")
+        self.last_lock_wait_s += float(reply.get("lock_wait_s") or 0.0)
         self.peak_pool_bytes = max(self.peak_pool_bytes, int((reply.get("memory") or {}).get("pool_bytes", 0)))
         if reply["status"] == "fail":
             reply["details"] = self._with_output(list(reply.get("details", [])), since)

@@ -4,8 +4,11 @@
 Requests are JSON lines: ``load`` (import the kernel by its spec), ``prepare`` (CUDA
 initialisation, compiling and loading the kernel: bounded by its own time limit, so a
 check's timeout measures the check alone) and ``check``. Each reply carries the check's own
-duration (``seconds``). After every check the child frees what CuPy's memory pools keep
-(``dispatch.release_memory``), so an idle child holds little more than its CUDA context.
+duration (``seconds``), a check's reply also the seconds it waited for the GPU lock
+(``lock_wait_s``), the prepare reply the seconds of each of its phases (``phases``: imports,
+CUDA context, compile, module load, the harness's CuPy kernels). After every check the child
+frees what CuPy's memory pools keep (``dispatch.release_memory``), so an idle child holds
+little more than its CUDA context.
 
 Out of memory: an allocation the harness makes (inputs, guard bands, references, timed
 buffers) that fails is freed and the check retried once; if it fails again the check fails
@@ -33,6 +36,7 @@ from typing import Any, Callable, Iterator
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 
+STARTED = time.monotonic()  # when this module was imported: the child's interpreter is up
 DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"  # test hook: "module:function" the child runs checks with
 KERNEL_MARK = "gemm_raised_by_kernel"  # set on an exception raised while the kernel's launcher ran
 
@@ -115,19 +119,49 @@ def harness_oom_failure(check: str, shape: Any, exc: BaseException) -> GemmCheck
 
 # ---- the hooks: defaults and the test hook ---------------------------------------------------
 
-def default_prepare(kernel: Any) -> None:
+def default_prepare(kernel: Any) -> dict[str, float]:
     """CUDA initialisation, compiling and loading the kernel, and CuPy's own kernels that the
-    harness uses: everything a first check would otherwise pay for inside its timeout."""
+    harness uses: everything a first check would otherwise pay for inside its timeout. Returns
+    the seconds of each phase (``PREPARE_PHASES``), so that a class's staff can see where a
+    kernel process's start-up goes."""
+    phases: dict[str, float] = {}
+    last = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = round(now - last[0], 4)
+        last[0] = now
+
+    import cupy
     import numpy as np
 
+    from ..kernels.compiler import GemmCompileError, compile_for_arch
     from ..kernels.device import require_device
     from ..kernels.harness import GuardedMatrix, harness_for
+    from ..model.contract import CudaKernel
 
-    h = mark_kernel_calls(harness_for(kernel, require_device()))
+    lap("imports_s")
+    device = require_device()
+    cupy.cuda.runtime.deviceSynchronize()  # creates the CUDA context now, so that it is timed apart
+    lap("cuda_context_s")
+    if isinstance(kernel, CudaKernel):
+        try:
+            compile_for_arch(kernel, device.arch)  # kept in the compiler's cache for harness_for
+        except GemmCompileError:
+            pass  # harness_for compiles again and reports it as the check's compile_error
+    lap("compile_s")
+    h = mark_kernel_calls(harness_for(kernel, device))
+    lap("module_load_s")
     probe = GuardedMatrix(np.zeros((2, 2), dtype=np.float32), 256)  # compiles fill, compare, sum, nonzero
     probe.damage()
     probe.changed()
     del h, probe
+    lap("harness_kernels_s")
+    return phases
+
+
+#: What ``default_prepare`` times, in order (each a key of its reply's ``phases``).
+PREPARE_PHASES = ("imports_s", "cuda_context_s", "compile_s", "module_load_s", "harness_kernels_s")
 
 
 def hooks() -> tuple[Callable[..., Any], Callable[[Any], None], Callable[[], dict[str, int]]]:
@@ -275,11 +309,13 @@ def child(read_fd: int, write_fd: int) -> None:
                 if request["rootdir"] not in sys.path:
                     sys.path.insert(0, request["rootdir"])
                 kernel = load_spec(request["spec"], Path(request["rootdir"]))[request["index"]]
-                send({"status": "ok"})
+                send({"status": "ok", "seconds": time.perf_counter() - started,
+                      "since_start_s": time.monotonic() - STARTED})
                 continue
             if request["op"] == "prepare":
-                prepare(kernel)
-                send({"status": "ok", "seconds": time.perf_counter() - started})
+                phases = prepare(kernel)
+                send({"status": "ok", "seconds": time.perf_counter() - started,
+                      "phases": phases if isinstance(phases, dict) else {}})
                 continue
             run_with_retry(run_check, release, kernel, request["check"], request["shape"], request["params"],
                            request["options"], facts)
@@ -287,7 +323,8 @@ def child(read_fd: int, write_fd: int) -> None:
         except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
             reply, end = _failure_reply(request, exc, facts)
             del exc
-        reply["seconds"] = time.perf_counter() - started - (waited_seconds() - waited)  # the check's own time
+        reply["lock_wait_s"] = waited_seconds() - waited  # a timed check's wait for the GPU alone
+        reply["seconds"] = time.perf_counter() - started - reply["lock_wait_s"]  # the check's own time
         if request["op"] == "check" and not end and not reply.get("restart"):
             try:
                 reply["memory"] = release()

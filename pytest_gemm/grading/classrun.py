@@ -16,6 +16,7 @@ so that each student's turn alone on the GPU times only the student's kernel;
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 import threading
 from collections import Counter
@@ -28,6 +29,26 @@ from .processes import run_with_limit
 from .students import (DEFAULT_TIMEOUT, ERROR, GRADED, CommandBuilder, Runner, StudentResult, grade_one,
                        harness_failed, load_grading_config)
 from .submissions import Submission, build_command
+
+
+JOBS_PER_GPU = 12  # students sharing one GPU: their timed checks queue for it, one at a time
+
+
+def cpu_cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_jobs(gpus: int, cores: int) -> int:
+    """Students graded at once when ``--jobs`` is not given: 3 of every 4 CPU cores (each
+    student runs a pytest process and its kernel's, which compile and compute references on the
+    CPU; on an H200 machine with 16 cores, 12 students at once were faster than 16), at most
+    ``JOBS_PER_GPU`` per GPU, at least 1."""
+    by_cores = max(1, cores * 3 // 4)
+    return max(1, min(by_cores, JOBS_PER_GPU * gpus)) if gpus > 0 else by_cores
 
 
 class GpuSlots:
@@ -61,8 +82,6 @@ def _visible_gpus() -> list[str]:
 def _measurement_env(env: dict[str, str] | None, share: bool) -> Iterator[dict[str, str]]:
     """The students' environment: with ``share``, naming a folder of this class's own for the
     measurements its runs share (removed afterwards), unless one is named already."""
-    import os
-
     base = dict(os.environ if env is None else env)
     if not share:
         base.pop(CACHE_ENV, None)

@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from .classrun import GpuSlots, grade_all
+from .classrun import GpuSlots, cpu_cores, default_jobs, grade_all
 from .gradebook_files import check_columns, summary_table, write_csv, write_json
 from .gradescope import GradingConfig
 from .processes import RunOutcome, kill_tree, run_with_limit
@@ -90,8 +90,10 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--ini", default=None, metavar="PATH",
                    help="the course's pytest ini (gemm_weights, gemm_visibility, gemm_performance_threshold), "
                         "passed to every run as -c")
-    p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
-                   help="students graded at once (default 1), spread over the visible GPUs (CUDA_VISIBLE_DEVICES); "
+    p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                   help="students graded at once (default: what fits this machine, 3 of every 4 CPU cores and at "
+                        "most 12 per GPU: 12 on one GPU with 16 cores), spread over the visible GPUs "
+                        "(CUDA_VISIBLE_DEVICES); "
                         "on a shared GPU their correctness checks run at once and their timed checks one at a time "
                         "(a GPU-wide lock), so speed figures match a solo run")
     p.add_argument("--measure-each", action="store_true",
@@ -138,6 +140,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no submissions in {str(root)!r}: expected one subfolder holding {args.file} "
                      "(or one .py file) per student")
 
+    if args.jobs is None:
+        from ..kernels.gpus import visible_gpu_ids
+
+        jobs = default_jobs(len(visible_gpu_ids()), cpu_cores())
+    else:
+        jobs = args.jobs
     started = time.monotonic()
 
     def progress(r: StudentResult) -> None:
@@ -145,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f" in {r.elapsed_s:.1f} s" + (f" ({r.reason[:160]})" if r.reason else ""), flush=True)
 
     results = grade_all(submissions, attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
-                        ini=ini, extra_args=extra, jobs=args.jobs, log_dir=Path(args.logs) if args.logs else None,
+                        ini=ini, extra_args=extra, jobs=jobs, log_dir=Path(args.logs) if args.logs else None,
                         progress=progress, share_measurements=not args.measure_each)
     columns = check_columns(results, config)
     write_csv(Path(args.out), results, columns)
@@ -153,13 +161,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(Path(args.json), results, {
             "submissions_dir": str(root.resolve()), "attr": args.attr, "timeout_s": args.timeout,
             "check_timeout_s": args.check_timeout, "ini": str(ini) if ini else None, "pytest_args": extra,
-            "measurements": "each run" if args.measure_each else "once per GPU for the class",
+            "measurements": "each run" if args.measure_each else "once per GPU for the class", "jobs": jobs,
             "columns": columns})
     print()
     print(summary_table(results))
     print(f"\ngradebook: {args.out}" + (f", {args.json}" if args.json else "")
           + f" ({len(results)} students, " + ", ".join(f"{n} {s}" for s, n in Counter(r.status for r in results).items())
-          + f"; {time.monotonic() - started:.1f} s with --jobs {args.jobs})")
+          + f"; {time.monotonic() - started:.1f} s with --jobs {jobs})")
     return 0
 
 

@@ -286,6 +286,9 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
         if verdict is not None:
             extra.update(verdict=verdict.status, primary_category=verdict.primary_category,
                          diagnosis=verdict.diagnosis, consequences=verdict.consequences)
+        from ..outputs.process_time import time_summary
+
+        extra["time"] = time_summary(records, submission)  # where the run's seconds went (process starts, waits)
         best = _best_timing(records, submission)
         if best is not None:
             extra["tflops"] = best.facts["timing"].get("tflops")

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .process_time import time_summary
 from .records import BLAS_ZERO_RULES, CheckRecord, RunResults
 
 Results = Any  # RunResults, or records (CheckRecord or their JSON form) to build one from
@@ -57,6 +58,7 @@ def kernel_summaries(records: Results) -> dict[str, dict[str, Any]]:
                 k["timings"].append(_timing_entry(r))
             if r.check == "sweep" and r.facts.get("sweep"):
                 k["sweep"] = report_entries(r.facts["sweep"])
+        k["time"] = time_summary(result.checks)  # where its seconds went: process starts, lock waits
         kernels[name] = k
     return kernels
 

@@ -217,9 +217,14 @@ def configure(config: pytest.Config) -> None:
     if shapes not in ("quick", "full", "auto"):
         raise pytest.UsageError(f"gemm_shapes = {shapes!r} (in {config.inipath or 'the pytest ini'}): expected "
                                 "quick or full")
+    compile_arches = str(config.getini("gemm_compile_arches") or "").strip() or "claimed"
+    if compile_arches not in ("claimed", "device"):
+        raise pytest.UsageError(f"gemm_compile_arches = {compile_arches!r} (in {config.inipath or 'the pytest ini'}): "
+                                "expected claimed (every architecture a kernel claims) or device (this GPU's only)")
     config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction,
                                     isolation=getattr(opt, "gemm_isolation", "process"), timeout=timeout, grading=grading,
                                     sweep=sweep, plot=plot, active=active, require_gpu=require_gpu, shapes=shapes,
+                                    compile_arches=compile_arches,
                                     # a grader scores the student's own checks only
                                     rank_ladder=bool(specs) and not getattr(opt, "gemm_gradescope", None)
                                     and bool(getattr(opt, "gemm_ladder", False)))

@@ -12,7 +12,8 @@ than the bound, ``order_by_kernel`` runs each kernel's checks together, so that 
 starts its process about once per worker instead of once per check.
 
 Timeouts: ``check_timeout`` is a check's own limit (start-up is bounded apart);
-``checks/hangs.py`` shortens it for a kernel that already timed out. The GPU-wide lock
+``checks/hangs.py`` shortens it for a kernel that already timed out, and fails without
+running the rest of a kernel whose first checks all hung or faulted (ended its process). The GPU-wide lock
 (``measure/gpu_lock.py``): this process holds it shared around every check that is not
 ``timed`` in the registry; a timed check takes it itself, exclusively, only around its timings
 (its wait is not counted in its timeout); a new kernel process holds it shared while it
@@ -27,7 +28,7 @@ from typing import Any
 import pytest
 
 from ..checks import registry
-from ..checks.hangs import HangLedger, flops_of
+from ..checks.hangs import HangLedger, flops_of, probe_case
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import GemmKernel
@@ -88,6 +89,7 @@ def order_by_kernel(config: pytest.Config, items: list[pytest.Item]) -> None:
     st = state(config, None)
     if st is None or st.isolation == "none":
         return
+    remember_cases(st, items)
     slots, keys = [], []
     for i, item in enumerate(items):
         case = item.callspec.params.get("gemm_case") if hasattr(item, "callspec") else None
@@ -100,6 +102,16 @@ def order_by_kernel(config: pytest.Config, items: list[pytest.Item]) -> None:
     ordered = [item for _, item in sorted(zip(keys, (items[i] for i in slots)), key=lambda pair: rank[pair[0]])]
     for i, item in zip(slots, ordered):
         items[i] = item
+
+
+def remember_cases(st: GemmState, items: list[pytest.Item]) -> None:
+    """Each kernel's cases (check, shape, params) as collected: where a probe may be taken from."""
+    st.cases.clear()
+    for item in items:
+        case = item.callspec.params.get("gemm_case") if hasattr(item, "callspec") else None
+        origin = getattr(getattr(case, "kernel", None), "origin_spec", None)
+        if case is not None and origin is not None and not _is_timed(case.check):
+            st.cases.setdefault(tuple(origin), []).append((case.check, tuple(case.shape), dict(case.params)))
 
 
 def _is_timed(check: str) -> bool:
@@ -125,9 +137,9 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     spec, index = kernel.origin_spec  # type: ignore[union-attr]
     ledger: HangLedger = st.hangs.setdefault((spec, index), HangLedger())
     label = f"{check} at {'x'.join(map(str, shape))}"
-    reason = ledger.not_run()
-    if reason is not None:
-        raise GemmCheckFailure(cat.TIMEOUT, f"{label}: {reason}", [])
+    cut = ledger.cut_off()
+    if cut is not None:
+        raise GemmCheckFailure(cut[0], f"{label}: {cut[1]}", [])
     flops = flops_of(shape, params)
     limit = check_timeout(st, shape, params)
     if st.timeout is None:  # the default: an autotuner's first meeting with a shape is no hang
@@ -145,8 +157,42 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
         facts = client.run(check, list(shape), params, options, timeout, guard=None if timed else lambda: gpu_lock(False),
                            why=why or _timeout_source(st, params),
                            startup_guard=lambda: gpu_lock(False))  # a context, a module: not during a timing
-    except GemmCheckFailure as exc:
-        if exc.category == cat.TIMEOUT and client.last_seconds is None:
+    except BaseException as exc:
+        if isinstance(exc, Exception):
+            facts = dict(getattr(exc, "facts", None) or {}, **where_time_went(client))
+            try:
+                exc.facts = facts  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        _account(st, client, ledger, label, flops, exc)
+        if ledger.wants_probe():
+            _probe(st, client, ledger, (spec, index), options)
+        raise
+    if client.last_seconds is not None:
+        ledger.done(client.last_seconds, flops)
+    return dict(facts, **where_time_went(client))
+
+
+def where_time_went(client: Any) -> dict[str, Any]:
+    """The facts a check's record gets about its seconds: its own time in the kernel's process
+    (``check_s``), its waits for the GPU lock (``lock_wait_s``), and, when it started a fresh
+    kernel process, that start-up's phases (``process_start``)."""
+    out: dict[str, Any] = {}
+    if client.last_seconds is not None:
+        out["check_s"] = round(float(client.last_seconds), 4)
+    if client.last_lock_wait_s:
+        out["lock_wait_s"] = round(float(client.last_lock_wait_s), 4)
+    if client.last_start:
+        out["process_start"] = dict(client.last_start)
+    return out
+
+
+def _account(st: GemmState, client: Any, ledger: HangLedger, label: str, flops: float, exc: BaseException) -> None:
+    """What a check that raised tells the kernel's ledger (hangs, faults, completions)."""
+    if isinstance(exc, GemmCheckFailure):
+        if exc.category in (cat.FAULT, cat.LAUNCH_ERROR) and not client.alive:
+            ledger.faulted(label, exc.category)  # it ended the kernel's process: the next check needs a fresh one
+        elif exc.category == cat.TIMEOUT and client.last_seconds is None:
             if getattr(client, "check_timed_out", False):
                 ledger.timed_out(label)
             else:  # start-up ran out of its own limit: do not pay it again for every check
@@ -157,14 +203,35 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
             for other in st.sandboxes.values():
                 if other is not client:
                     other.stop()
-        raise
-    except BaseException:
-        if client.last_seconds is not None:  # a skip, a usage error: it completed
-            ledger.done(client.last_seconds, flops)
-        raise
-    if client.last_seconds is not None:
+    elif client.last_seconds is not None:  # a skip, a usage error: it completed
         ledger.done(client.last_seconds, flops)
-    return facts
+
+
+def _probe(st: GemmState, client: Any, ledger: HangLedger, key: tuple[str, int], options: dict[str, Any]) -> None:
+    """The kernel's first checks all faulted: before the rest are cut off, run one case at a
+    large shape (``hangs.probe_case``) in a fresh process. Completing it means the kernel
+    faults only at some shapes: it is then never cut off. Its outcome is only the ledger's; the
+    case itself runs again, as its own test, when its turn comes."""
+    case = probe_case(st.cases.get(key, ()), ledger.faults + ledger.timeouts)
+    if case is None:
+        ledger.probe = "none left to probe"
+        return
+    check, shape, params = case
+    label = f"{check} at {'x'.join(map(str, shape))}"
+    ledger.probe = label
+    flops = flops_of(shape, params)
+    timeout, _ = ledger.budget(check_timeout(st, shape, params), flops)
+    try:
+        client.run(check, list(shape), params, options, timeout, guard=lambda: gpu_lock(False),
+                   why="a probe of a kernel whose first checks faulted", startup_guard=lambda: gpu_lock(False))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the probe's outcome goes to the ledger only
+        if isinstance(exc, GemmCheckFailure) and (exc.category in (cat.TIMEOUT, cat.HARNESS_OUT_OF_MEMORY)
+                                                  or (exc.category in (cat.FAULT, cat.LAUNCH_ERROR) and not client.alive)):
+            return  # it failed there too: the cut stands
+    if client.last_seconds is not None:  # it completed the probe (passed, or failed on its values)
+        ledger.done(client.last_seconds, flops)
 
 
 def _timeout_source(st: GemmState, params: dict[str, Any]) -> str:

@@ -31,7 +31,9 @@ class GemmState:
     run: Any = None                    # outputs.records.RunResults, built once at the end (results.run_results)
     sandboxes: dict[Any, Any] = field(default_factory=dict)   # kernel id (or "ladder") -> SandboxClient, LRU order
     hangs: dict[Any, Any] = field(default_factory=dict)       # (spec, index) -> checks.hangs.HangLedger
+    cases: dict[Any, list[Any]] = field(default_factory=dict)  # (spec, index) -> its (check, shape, params), collected
     shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
+    compile_arches: str = "claimed"    # gemm_compile_arches: claimed, or device (this GPU's only, when there is one)
     grading: Any = None                                          # gradescope.GradingConfig
     sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
     plot: str | None = None                                      # --gemm-plot path

@@ -48,6 +48,10 @@ then the real work started on a side stream during that wait and joined back. No
 is wrong or escapes; the guard, which takes every SM, gives it no head start, so it must time
 like ``healthy``.
 
+``PARTIAL`` holds ``faults_at_m1``: ``healthy`` except that with M == 1 it stores 32 TiB past
+C, so every check at M == 1 faults and every other must pass (a kernel that faults at some
+shapes only is never cut off and earns every check it passes).
+
 ``CORRECT`` holds ``healthy`` (16x16 tiles, any shape), which must pass every
 check in the same run as the kernels that fault, hang and exit.
 
@@ -119,6 +123,7 @@ endless_loop = _cuda("endless_loop")
 misaligned_float4 = _cuda("misaligned_float4")
 device_trap = _cuda("device_trap")
 writes_into_harness = _cuda("writes_into_harness")
+faults_at_m1 = _cuda("faults_at_m1")
 
 
 # -- the process ends (Python) ---------------------------------------------------------
@@ -251,10 +256,14 @@ UNTRUSTED: dict[str, tuple[Any, str, str]] = {
 
 CORRECT: dict[str, Any] = {"healthy": healthy}
 
+# Faults at some shapes only: every check at M == 1 faults, every other must pass (it is never
+# cut off: a fault costs its own check, not the kernel's others).
+PARTIAL: dict[str, Any] = {"faults_at_m1": faults_at_m1}
+
 # Cheats that are not caught but given nothing: they must time like the honest kernel.
 NEUTRALIZED: dict[str, Any] = {"head_start": head_start}
 
-ALL: dict[str, Any] = {**{name: k for name, (k, _, _) in UNTRUSTED.items()}, **CORRECT, **NEUTRALIZED}
+ALL: dict[str, Any] = {**{name: k for name, (k, _, _) in UNTRUSTED.items()}, **CORRECT, **NEUTRALIZED, **PARTIAL}
 
 for _name, _kernel in ALL.items():
     assert _kernel.name == _name and globals()[_name] is _kernel, _name

@@ -96,3 +96,9 @@ def test_illegal_address_stores_32_tib_away():
 @needs_nvrtc
 def test_writes_into_harness_has_a_second_store():
     assert len(re.findall(r"st\.global\.f32", _ptx("writes_into_harness"))) == 2
+
+
+@needs_nvrtc
+def test_faults_at_m1_offsets_its_store_by_2_43_floats_only_on_a_condition():
+    ptx = _ptx("faults_at_m1")
+    assert re.search(rf"selp\.b64\s+%rd\d+, {1 << 43}, 0,", ptx) and "st.global.f32" in ptx
