@@ -4,6 +4,11 @@ With ``--gemm-arch`` (the compile-only mode) every requested architecture is its
 per kernel: one that does not compile fails as ``compile_error`` beside the ones that do;
 one the kernel does not claim is skipped with the true cause (``min_cc``, its declared
 ``arches``, an arch-specific target it did not declare).
+
+A Python launcher is compile-checked through the CUDA it declares it builds
+(``@kernel(builds=[CudaKernel(...), ...])``): one test per build and architecture, in the
+launcher's name. A launcher that declares none has one test, skipped with that reason, so it
+is in the summary; a compile-only run in which nothing compiled fails (``runner/completeness``).
 """
 from __future__ import annotations
 
@@ -11,28 +16,34 @@ import pytest
 
 
 def _arch_cases(config):
-    from pytest_gemm.model.contract import CudaKernel
+    """(value, id, skip reason or None) for every kernel (or launcher build) and architecture."""
+    from pytest_gemm.model.contract import CudaKernel, short_id
     from pytest_gemm.runner.state import kernels_under_test, state
 
     wanted = state(config).arches
     cases = []
     for kernel in kernels_under_test(config):
-        if not isinstance(kernel, CudaKernel):
-            continue
-        claimed = kernel.claimed_arches()
-        for arch in (wanted or claimed):
-            cases.append((kernel, arch, arch in claimed))
+        builds = [(kernel, None)] if isinstance(kernel, CudaKernel) else [(b, kernel) for b in kernel.builds]
+        if not builds:
+            reason = (f"kernel {kernel.name!r} is a Python launcher that declares no CUDA it builds, so there is "
+                      "nothing to compile-check without a GPU; declare it with @kernel(builds=[CudaKernel(source=..., "
+                      "entry=..., ...)]) to compile-check it")
+            cases.append(((kernel, None), f"compile-{short_id(str(kernel.name))}", reason))
+        for build, launcher in builds:
+            claimed = build.claimed_arches()
+            name = short_id(str(build.name if launcher is None else f"{launcher.name}-{build.name}"))
+            for arch in (wanted or claimed):
+                value = (build, arch) if launcher is None else (launcher, arch, build)
+                cases.append((value, f"compile-{name}-{arch}", None if arch in claimed else build.not_claimed_reason(arch)))
     return cases
 
 
 def pytest_generate_tests(metafunc):
     if "gemm_kernel_arch" in metafunc.fixturenames:
-        from pytest_gemm.model.contract import short_id
-
         values = []
-        for kernel, arch, claimed in _arch_cases(metafunc.config):
-            marks = [] if claimed else [pytest.mark.skip(reason=kernel.not_claimed_reason(arch))]
-            values.append(pytest.param((kernel, arch), id=f"compile-{short_id(str(kernel.name))}-{arch}", marks=marks))
+        for value, test_id, skip in _arch_cases(metafunc.config):
+            marks = [] if skip is None else [pytest.mark.skip(reason=skip)]
+            values.append(pytest.param(value, id=test_id, marks=marks))
         if not values:
             values = [pytest.param(None, id="compile-none", marks=pytest.mark.skip(reason="no CUDA C kernel under test"))]
         metafunc.parametrize("gemm_kernel_arch", values)
@@ -43,5 +54,5 @@ def test_compiles_offline(gemm_kernel_arch, gemm_record):
     """NVRTC compiles the kernel for the architecture with no GPU; ptxas reports its resources."""
     from pytest_gemm.checks.compile import run_offline
 
-    kernel, arch = gemm_kernel_arch
-    print(run_offline(kernel, arch, gemm_record))
+    kernel, arch, *build = gemm_kernel_arch
+    print(run_offline(build[0] if build else kernel, arch, gemm_record))

@@ -144,6 +144,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the verdicts are properties in it
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     configure.require_gpu_at_finish(session)
+    configure.nothing_compiled_at_finish(session)
     results.write_outputs(session.config)
 
 

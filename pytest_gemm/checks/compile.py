@@ -34,7 +34,11 @@ def run_offline(kernel: GemmKernel, arch: str, record: Callable[[dict[str, Any]]
     try:
         result = compile_for_arch(kernel, arch)  # type: ignore[arg-type]
     except GemmCompileError as exc:
-        raise GemmCheckFailure(COMPILE_ERROR, str(exc).splitlines()[0], exc.log.strip().splitlines()) from None
+        # The first error line joins the one-line summary, so the table and `-q --tb=no` show it too.
+        head = str(exc).splitlines()[0].rstrip(":")
+        first = next((line.strip() for line in exc.log.splitlines() if "error" in line), "")
+        summary = f"{head}: {first}" if first and first not in head else head
+        raise GemmCheckFailure(COMPILE_ERROR, summary, exc.log.strip().splitlines()) from None
     except GemmToolchainError as exc:
         _no_toolchain(str(exc))
         raise AssertionError("unreachable") from None

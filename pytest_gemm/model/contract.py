@@ -5,6 +5,7 @@ Pure Python: nothing here imports CuPy or touches CUDA, so declaring kernels
 """
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 import os
@@ -139,7 +140,7 @@ class CudaKernel:
     deterministic: bool = True
     arches: Sequence[str] | None = None
     beta_zero: str = "blas"
-    origin: Path = field(default_factory=lambda: _caller_dir(3), repr=False)
+    origin: Path = field(default_factory=lambda: _caller_dir(4), repr=False)  # the user -> our __init__ (_strict_init) -> the dataclass one
 
     def __post_init__(self) -> None:
         if self.name is None:
@@ -188,6 +189,17 @@ class CudaKernel:
         if self.arches is not None:
             self.arches = _check_arches(label, self.arches)
         self.source_path()  # a missing file is reported now, not at compile time
+        self.check_prototype()
+
+    def check_prototype(self) -> None:
+        """The declaration against the C prototype of ``entry`` in the source (``model/prototype.py``):
+        parameter count, pointer element types against ``precision``, template arguments."""
+        from .prototype import problems
+
+        text, filename = self.source_text()
+        found = problems(text, Path(filename).name, self.entry.strip(), self.tokens, self.precision)
+        if found:
+            raise GemmSpecError(f"kernel {self.name!r}: {'; '.join(found)}")
 
     # -- derived facts ----------------------------------------------------
     @property
@@ -301,10 +313,15 @@ class PyKernel:
     deterministic: bool = True
     beta_zero: str = "blas"
     arches: Sequence[str] | None = None  # an arch-specific target (sm_90a) limits it to that device
+    #: The CUDA C the launcher builds, each a CudaKernel (source, entry, options, arches): what
+    #: compile-only mode (and the no-GPU run) compile-checks in its name. Empty: nothing to compile.
+    builds: Sequence[CudaKernel] = ()
 
     def __post_init__(self) -> None:
         if self.name is None:
             self.name = getattr(self.fn, "__name__", "kernel")
+        if isinstance(self.builds, CudaKernel):
+            self.builds = (self.builds,)
 
     def validate(self) -> None:
         label = f"kernel {self.name!r}"
@@ -315,6 +332,19 @@ class PyKernel:
         bad = [a for a in (self.arches or ()) if a not in SUPPORTED_ARCHES]
         if bad:
             raise GemmSpecError(f"{label}: unknown arch(es) {bad}; valid: {', '.join(SUPPORTED_ARCHES)}")
+        try:
+            builds = tuple(self.builds or ())
+        except TypeError:
+            builds = (self.builds,)
+        for build in builds:
+            if not isinstance(build, CudaKernel):
+                raise GemmSpecError(f"{label}: builds= lists the CUDA C the launcher compiles, as pytest_gemm.CudaKernel(...) "
+                                    f"declarations (source, entry, options, arches); got a {type(build).__name__}")
+            try:
+                build.validate()
+            except GemmSpecError as exc:
+                raise GemmSpecError(f"{label}: builds: {exc}") from None
+        self.builds = builds
         params = _positional_params(self.fn)
         if len(params) not in (3, 5):
             raise GemmSpecError(
@@ -332,17 +362,46 @@ class PyKernel:
 
 def kernel(fn: Callable[..., Any] | None = None, *, precision: str = "fp32", min_cc: Sequence[int] = (7, 0),
            multiple_of: Sequence[int] = (1, 1, 1), name: str | None = None,
-           deterministic: bool = True, beta_zero: str = "blas", arches: Sequence[str] | None = None) -> Any:
-    """Declare a Python launcher as a GEMM kernel: ``@kernel`` or ``@kernel(precision="fp16", ...)``."""
+           deterministic: bool = True, beta_zero: str = "blas", arches: Sequence[str] | None = None,
+           builds: Sequence[CudaKernel] = (), **unknown: Any) -> Any:
+    """Declare a Python launcher as a GEMM kernel: ``@kernel`` or ``@kernel(precision="fp16", ...)``.
+    ``builds``: the CudaKernel declarations of the CUDA C it compiles (compile-checked with no GPU)."""
+    _check_keywords("@kernel", unknown, _KERNEL_KEYWORDS)
 
     def wrap(f: Callable[..., Any]) -> PyKernel:
         return PyKernel(f, precision=precision, min_cc=min_cc, multiple_of=multiple_of, name=name,
-                        deterministic=deterministic, beta_zero=beta_zero, arches=arches)
+                        deterministic=deterministic, beta_zero=beta_zero, arches=arches, builds=builds)
 
     return wrap(fn) if fn is not None else wrap
 
 
 GemmKernel = Union[CudaKernel, PyKernel]
+_KERNEL_KEYWORDS = tuple(inspect.signature(kernel).parameters)[1:-1]
+
+
+def _check_keywords(what: str, given: dict[str, Any], valid: Sequence[str]) -> None:
+    """An unknown keyword argument is a GemmSpecError naming the nearest valid one."""
+    for key in given:
+        near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+        hint = f"did you mean {near[0]}=?" if near else f"valid keywords: {', '.join(valid)}"
+        raise GemmSpecError(f"{what}: unknown keyword argument {key}=; {hint}")
+
+
+def _strict_init(cls: type) -> None:
+    """Wrap a dataclass's ``__init__`` so an unknown keyword names the nearest field (not a bare TypeError)."""
+    generated = cls.__init__  # type: ignore[misc]
+    valid = tuple(f for f in inspect.signature(generated).parameters if f != "self")
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        _check_keywords(cls.__name__, {k: v for k, v in kwargs.items() if k not in valid}, valid)
+        generated(self, *args, **kwargs)
+
+    __init__.__doc__, __init__.__wrapped__ = generated.__doc__, generated  # type: ignore[attr-defined]
+    cls.__init__ = __init__  # type: ignore[misc]
+
+
+_strict_init(CudaKernel)
+_strict_init(PyKernel)
 
 
 def unsupported_reason(kernel: GemmKernel, cc: Sequence[int]) -> str | None:

@@ -115,7 +115,8 @@ def compile_table(records: list[dict[str, Any]]) -> list[str]:
         if r.get("check") != "compile" or r["outcome"] == "skipped":
             continue
         res = r.get("resources") or {}
-        rows.append([r["kernel"], (r.get("params") or {}).get("arch"), res.get("registers", ""),
+        build = (r.get("params") or {}).get("build")  # a Python launcher's declared build
+        rows.append([f"{r['kernel']} ({build})" if build else r["kernel"], (r.get("params") or {}).get("arch"), res.get("registers", ""),
                      (res.get("spill_stores", 0) + res.get("spill_loads", 0)) if res else "",
                      res.get("stack_frame", ""), res.get("shared_static", ""),
                      r["outcome"] if not r.get("category") else f"{r['outcome']} ({r['category']})"])

@@ -257,9 +257,27 @@ def require_gpu_at_finish(session: pytest.Session) -> None:
 
     reason = gpu_checks_not_run(st.results)
     if reason is not None:
-        st.notes.append(f"--gemm-require-gpu: {reason}; {REQUIRE_GPU_HINT}")
-        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        _fail_at_finish(session, st, f"--gemm-require-gpu: {reason}; {REQUIRE_GPU_HINT}")
+
+
+def _fail_at_finish(session: pytest.Session, st: Any, note: str) -> None:
+    """The run fails (exit status 1 unless it failed already), with ``note`` in the summary."""
+    st.notes.append(note)
+    if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def nothing_compiled_at_finish(session: pytest.Session) -> None:
+    """A compile-only run (--gemm-arch) in which nothing compiled fails (exit status 1), with why."""
+    config = session.config
+    st = config.stash.get(STATE, None)
+    if st is None or not st.arches or is_xdist_worker(config) or not st.kernels:
+        return
+    from .completeness import nothing_compiled
+
+    reason = nothing_compiled(st.results)
+    if reason is not None:
+        _fail_at_finish(session, st, f"pytest-gemm: {reason}")
 
 
 def completeness_summary(terminalreporter: Any, config: pytest.Config) -> None:
