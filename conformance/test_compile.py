@@ -7,8 +7,9 @@ one the kernel does not claim is skipped with the true cause (``min_cc``, its de
 
 A Python launcher is compile-checked through the CUDA it declares it builds
 (``@kernel(builds=[CudaKernel(...), ...])``): one test per build and architecture, in the
-launcher's name. A launcher that declares none has one test, skipped with that reason, so it
-is in the summary; a compile-only run in which nothing compiled fails (``runner/completeness``).
+launcher's name. In compile-only mode a launcher that declares none has one test, skipped with
+that reason, so it is in the summary; a compile-only run in which nothing compiled fails
+(``runner/completeness``).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def _arch_cases(config):
     cases = []
     for kernel in kernels_under_test(config):
         builds = [(kernel, None)] if isinstance(kernel, CudaKernel) else [(b, kernel) for b in kernel.builds]
-        if not builds:
+        if not builds and wanted:  # compile-only mode: in the summary and the report, with why
             reason = (f"kernel {kernel.name!r} is a Python launcher that declares no CUDA it builds, so there is "
                       "nothing to compile-check without a GPU; declare it with @kernel(builds=[CudaKernel(source=..., "
                       "entry=..., ...)]) to compile-check it")

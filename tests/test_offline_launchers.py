@@ -104,3 +104,14 @@ def test_compile_only_mode_compiles_both_hopper_rungs_for_sm_90a(project):
     for rung in ("wgmma-fp16", "wgmma-bf16"):
         for build in ("main", "tail"):
             assert f"{rung} ({rung}-{build})  sm_90a" in text, text
+
+
+def test_builds_must_be_cuda_kernel_declarations_and_each_is_validated():
+    from pytest_gemm import CudaKernel, kernel
+    from pytest_gemm.model.contract import GemmSpecError
+
+    with pytest.raises(GemmSpecError, match="builds= lists pytest_gemm.CudaKernel"):
+        kernel(builds=["mm.cu"])(lambda a, b, c: None).validate()
+    bad = CudaKernel(source="no_such.cu", entry="mm", block=(16, 16), tile=(16, 16))
+    with pytest.raises(GemmSpecError, match="builds: kernel 'mm': source file .*no_such.cu.* not found"):
+        kernel(builds=bad)(lambda a, b, c: None).validate()

@@ -5,7 +5,6 @@ Pure Python: nothing here imports CuPy or touches CUDA, so declaring kernels
 """
 from __future__ import annotations
 
-import difflib
 import inspect
 import math
 import os
@@ -14,6 +13,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
 from . import arches as _arches
+from .declaration import check_keywords, strict_init
+from .prototype import problems
 from .precision import PRECISIONS
 
 SIGNATURE_TOKENS = ("A", "B", "C", "M", "N", "K", "alpha", "beta")
@@ -189,17 +190,10 @@ class CudaKernel:
         if self.arches is not None:
             self.arches = _check_arches(label, self.arches)
         self.source_path()  # a missing file is reported now, not at compile time
-        self.check_prototype()
-
-    def check_prototype(self) -> None:
-        """The declaration against the C prototype of ``entry`` in the source (``model/prototype.py``):
-        parameter count, pointer element types against ``precision``, template arguments."""
-        from .prototype import problems
-
-        text, filename = self.source_text()
+        text, filename = self.source_text()  # against the C prototype of entry (model/prototype.py)
         found = problems(text, Path(filename).name, self.entry.strip(), self.tokens, self.precision)
         if found:
-            raise GemmSpecError(f"kernel {self.name!r}: {'; '.join(found)}")
+            raise GemmSpecError(f"{label}: {'; '.join(found)}")
 
     # -- derived facts ----------------------------------------------------
     @property
@@ -320,8 +314,7 @@ class PyKernel:
     def __post_init__(self) -> None:
         if self.name is None:
             self.name = getattr(self.fn, "__name__", "kernel")
-        if isinstance(self.builds, CudaKernel):
-            self.builds = (self.builds,)
+        self.builds = tuple(self.builds) if isinstance(self.builds, (list, tuple)) else (self.builds,)
 
     def validate(self) -> None:
         label = f"kernel {self.name!r}"
@@ -332,19 +325,14 @@ class PyKernel:
         bad = [a for a in (self.arches or ()) if a not in SUPPORTED_ARCHES]
         if bad:
             raise GemmSpecError(f"{label}: unknown arch(es) {bad}; valid: {', '.join(SUPPORTED_ARCHES)}")
-        try:
-            builds = tuple(self.builds or ())
-        except TypeError:
-            builds = (self.builds,)
-        for build in builds:
+        for build in self.builds:  # the CUDA C it compiles, each declared like a CudaKernel
             if not isinstance(build, CudaKernel):
-                raise GemmSpecError(f"{label}: builds= lists the CUDA C the launcher compiles, as pytest_gemm.CudaKernel(...) "
-                                    f"declarations (source, entry, options, arches); got a {type(build).__name__}")
+                raise GemmSpecError(f"{label}: builds= lists pytest_gemm.CudaKernel(...) declarations (source, entry, "
+                                    f"options, arches) of the CUDA C the launcher compiles; got a {type(build).__name__}")
             try:
                 build.validate()
             except GemmSpecError as exc:
                 raise GemmSpecError(f"{label}: builds: {exc}") from None
-        self.builds = builds
         params = _positional_params(self.fn)
         if len(params) not in (3, 5):
             raise GemmSpecError(
@@ -366,7 +354,7 @@ def kernel(fn: Callable[..., Any] | None = None, *, precision: str = "fp32", min
            builds: Sequence[CudaKernel] = (), **unknown: Any) -> Any:
     """Declare a Python launcher as a GEMM kernel: ``@kernel`` or ``@kernel(precision="fp16", ...)``.
     ``builds``: the CudaKernel declarations of the CUDA C it compiles (compile-checked with no GPU)."""
-    _check_keywords("@kernel", unknown, _KERNEL_KEYWORDS)
+    check_keywords("@kernel", unknown, _KERNEL_KEYWORDS, GemmSpecError)
 
     def wrap(f: Callable[..., Any]) -> PyKernel:
         return PyKernel(f, precision=precision, min_cc=min_cc, multiple_of=multiple_of, name=name,
@@ -379,29 +367,8 @@ GemmKernel = Union[CudaKernel, PyKernel]
 _KERNEL_KEYWORDS = tuple(inspect.signature(kernel).parameters)[1:-1]
 
 
-def _check_keywords(what: str, given: dict[str, Any], valid: Sequence[str]) -> None:
-    """An unknown keyword argument is a GemmSpecError naming the nearest valid one."""
-    for key in given:
-        near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-        hint = f"did you mean {near[0]}=?" if near else f"valid keywords: {', '.join(valid)}"
-        raise GemmSpecError(f"{what}: unknown keyword argument {key}=; {hint}")
-
-
-def _strict_init(cls: type) -> None:
-    """Wrap a dataclass's ``__init__`` so an unknown keyword names the nearest field (not a bare TypeError)."""
-    generated = cls.__init__  # type: ignore[misc]
-    valid = tuple(f for f in inspect.signature(generated).parameters if f != "self")
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        _check_keywords(cls.__name__, {k: v for k, v in kwargs.items() if k not in valid}, valid)
-        generated(self, *args, **kwargs)
-
-    __init__.__doc__, __init__.__wrapped__ = generated.__doc__, generated  # type: ignore[attr-defined]
-    cls.__init__ = __init__  # type: ignore[misc]
-
-
-_strict_init(CudaKernel)
-_strict_init(PyKernel)
+strict_init(CudaKernel, GemmSpecError)
+strict_init(PyKernel, GemmSpecError)
 
 
 def unsupported_reason(kernel: GemmKernel, cc: Sequence[int]) -> str | None:

@@ -3,7 +3,7 @@
 The plugin is inert for a suite that does not use it: it pins no GPU, runs no
 ``nvidia-smi`` and leaves ``-n auto`` alone unless a gemm option or ini key is set
 (:func:`is_active`) or, for the pinning, a collected test uses a gemm fixture or marker
-(``collection.pin_if_used``).
+(``collection.select_items`` with ``collection.uses_gemm``, then :func:`pin_gpu`).
 """
 from __future__ import annotations
 
