@@ -176,6 +176,26 @@ def _check_toolchain(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--gemm-arch (compile-only mode) cannot compile anything: {problem}")
 
 
+def _check_testable(config: pytest.Config, grading: Any) -> None:
+    """No NVRTC and no usable GPU: nothing can be tested (no compile check, no GPU check), so
+    the run ends now with one line naming both causes and the extra to install, as the
+    compile-only mode does, instead of one failed compile check per architecture."""
+    if is_xdist_worker(config):
+        return
+    from ..kernels.compiler import toolchain_problem
+
+    problem = toolchain_problem()
+    if problem is None:
+        return
+    from ..kernels.device import probe
+
+    found = probe()
+    if isinstance(found, str):
+        reason = f"pytest-gemm: nothing can be tested here: {found.split('; install')[0]}; and {problem}"
+        _gradescope_failure(config, grading, reason)
+        pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
+
+
 def configure(config: pytest.Config) -> None:
     active = is_active(config)
     opt = config.option
@@ -226,6 +246,8 @@ def configure(config: pytest.Config) -> None:
         pin_gpu(config)
     if require_gpu:
         _check_require_gpu(config, arches, grading)
+    elif specs and arches is None:
+        _check_testable(config, grading)
     from .results import ResultCollector
 
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
