@@ -7,8 +7,9 @@ one the kernel does not claim is skipped with the true cause (``min_cc``, its de
 
 A Python launcher is compile-checked through the CUDA it declares it builds
 (``@kernel(builds=[CudaKernel(...), ...])``): one test per build and architecture, in the
-launcher's name. In compile-only mode a launcher that declares none has one test, skipped with
-that reason, so it is in the summary; a compile-only run in which nothing compiled fails
+launcher's name. In compile-only mode a launcher that declares none has one test: it is called
+with stand-in arrays (``kernels/dry_run.py``), failed when its own code raises before any GPU
+work, else skipped with the reason, so it is in the summary; a compile-only run in which nothing compiled fails
 (``runner/completeness``).
 """
 from __future__ import annotations
@@ -26,10 +27,7 @@ def _arch_cases(config):
     for kernel in kernels_under_test(config):
         builds = [(kernel, None)] if isinstance(kernel, CudaKernel) else [(b, kernel) for b in kernel.builds]
         if not builds and wanted:  # compile-only mode: in the summary and the report, with why
-            reason = (f"kernel {kernel.name!r} is a Python launcher that declares no CUDA it builds, so there is "
-                      "nothing to compile-check without a GPU; declare it with @kernel(builds=[CudaKernel(source=..., "
-                      "entry=..., ...)]) to compile-check it")
-            cases.append(((kernel, None), f"compile-{short_id(str(kernel.name))}", reason))
+            cases.append(((kernel, None), f"compile-{short_id(str(kernel.name))}", None))
         for build, launcher in builds:
             claimed = build.claimed_arches()
             name = short_id(str(build.name if launcher is None else f"{launcher.name}-{build.name}"))
@@ -51,9 +49,18 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.mark.gemm_offline
-def test_compiles_offline(gemm_kernel_arch, gemm_record):
-    """NVRTC compiles the kernel for the architecture with no GPU; ptxas reports its resources."""
+def test_compiles_offline(gemm_kernel_arch, gemm_record, request):
+    """NVRTC compiles the kernel for the architecture with no GPU; ptxas reports its resources.
+    A launcher with nothing to compile is called with stand-in arrays (``kernels/dry_run.py``):
+    failed when its own code raises, else skipped with the reason."""
     from pytest_gemm.checks.compile import run_offline
 
     kernel, arch, *build = gemm_kernel_arch
+    if arch is None:
+        from pytest_gemm.kernels.dry_run import check_offline
+
+        check_offline(kernel, str(request.config.invocation_params.dir),
+                      f"kernel {kernel.name!r} is a Python launcher that declares no CUDA it builds, so there is "
+                      "nothing to compile-check (declare it with @kernel(builds=[CudaKernel(source=..., entry=..., "
+                      "...)]) to compile-check it)")
     print(run_offline(build[0] if build else kernel, arch, gemm_record))

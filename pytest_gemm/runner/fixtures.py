@@ -122,7 +122,7 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
     Skips when there is no GPU or the GPU is below the kernel's min_cc."""
     import json
 
-    from ..model.contract import unsupported_reason
+    from ..model.contract import PyKernel, unsupported_reason
     from .execution import run_in_sandbox
     from .state import state
 
@@ -132,6 +132,11 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
         request.node.user_properties.append(("gemm_extra", json.dumps(facts, default=str)))
 
     def run(params: dict | None = None) -> dict:
+        found = probe()
+        if isinstance(found, str) and gemm_case.check == "launch" and isinstance(kernel, PyKernel):
+            from ..kernels.dry_run import check_offline  # no GPU: the launcher's own code still runs
+
+            check_offline(kernel, str(request.config.invocation_params.dir), found)
         device = require_device()
         if not device.supports(tuple(kernel.min_cc)):
             major, minor = kernel.min_cc

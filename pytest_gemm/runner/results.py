@@ -52,7 +52,7 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
         kernel, check, shape, extra = case.kernel, case.check, list(case.shape), case.params
     elif params.get("gemm_kernel_arch") is not None:
         kernel, arch, *build = params["gemm_kernel_arch"]  # a launcher's: (launcher, arch, the CudaKernel it builds)
-        check, shape, extra = "compile", None, {"arch": arch}
+        check, shape, extra = "compile", None, ({"arch": arch} if arch else {})
         if build:
             extra["build"] = str(build[0].name)
     else:
