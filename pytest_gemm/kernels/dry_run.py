@@ -20,7 +20,7 @@ import sysconfig
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 #: Launchers that reach this far are fine so far: what follows needs a GPU.
 REACHED_DATA, REACHED_LIBRARY, RETURNED = "reached_data", "reached_library", "returned"
@@ -174,7 +174,7 @@ def in_child(spec: str, index: int, shape: tuple[int, int, int], rootdir: str,
     return DryResult(EXITED, "", f"exit status {done.returncode}; {tail}"[:300])
 
 
-def check_offline(kernel: Any, rootdir: str, why: str) -> None:
+def check_offline(kernel: Any, rootdir: str, why: str) -> NoReturn:
     """The launcher ``kernel`` exercised with no GPU: a failure of its own (it raised, ended its
     process or hung before using its arrays) fails the check as ``launch_error`` (``timeout``
     for a hang); otherwise the check is skipped with ``why`` and how far it ran."""
