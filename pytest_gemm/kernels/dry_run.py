@@ -127,7 +127,7 @@ def classify(exc: BaseException | None, frames: list[tuple[str, int]], libraries
     if isinstance(exc, NeedsGpu):
         return DryResult(REACHED_DATA, where, str(exc))
     module = type(exc).__module__.split(".")[0]
-    text = f"{type(exc).__name__}: {exc}"
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line
     missing = isinstance(exc, ImportError) and (getattr(exc, "name", None) or "").split(".")[0] in GPU_LIBRARIES
     if missing:  # a GPU library this machine lacks: the launcher cannot go further here, through no fault of its own
         return DryResult(REACHED_LIBRARY, where, f"{text} (not installed here)")

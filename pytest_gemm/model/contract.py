@@ -100,12 +100,14 @@ def _check_beta_zero(label: str, value: str) -> None:
                             "('reads_c' declares that the kernel reads C even when beta == 0)")
 
 
-def _caller_dir(depth: int = 2) -> Path:
+def _caller_dir() -> Path:
     """Directory of the module that declared a kernel (sources are relative to it)."""
+    ours = {__file__, str(Path(__file__).with_name("declaration.py"))}  # and the dataclass's generated __init__:
     frame = inspect.currentframe()
     try:
-        for _ in range(depth):
-            frame = frame.f_back if frame else None
+        while frame is not None and (frame.f_code.co_filename in ours or frame.f_code.co_filename == "<string>"
+                                     and frame.f_code.co_name == "__init__"):
+            frame = frame.f_back
         filename = frame.f_globals.get("__file__") if frame else None
     finally:
         del frame
@@ -141,7 +143,7 @@ class CudaKernel:
     deterministic: bool = True
     arches: Sequence[str] | None = None
     beta_zero: str = "blas"
-    origin: Path = field(default_factory=lambda: _caller_dir(4), repr=False)  # the user -> our __init__ (_strict_init) -> the dataclass one
+    origin: Path = field(default_factory=_caller_dir, repr=False)
 
     def __post_init__(self) -> None:
         if self.name is None:
@@ -190,8 +192,7 @@ class CudaKernel:
         if self.arches is not None:
             self.arches = _check_arches(label, self.arches)
         self.source_path()  # a missing file is reported now, not at compile time
-        text, filename = self.source_text()  # against the C prototype of entry (model/prototype.py)
-        found = problems(text, Path(filename).name, self.entry.strip(), self.tokens, self.precision)
+        found = problems(*self.source_text(), self.entry.strip(), self.tokens, self.precision)  # model/prototype.py
         if found:
             raise GemmSpecError(f"{label}: {'; '.join(found)}")
 
@@ -307,8 +308,7 @@ class PyKernel:
     deterministic: bool = True
     beta_zero: str = "blas"
     arches: Sequence[str] | None = None  # an arch-specific target (sm_90a) limits it to that device
-    #: The CUDA C the launcher builds, each a CudaKernel (source, entry, options, arches): what
-    #: compile-only mode (and the no-GPU run) compile-checks in its name. Empty: nothing to compile.
+    #: The CUDA C it builds, as CudaKernels (source, entry, options, arches): compile-checked in its name.
     builds: Sequence[CudaKernel] = ()
 
     def __post_init__(self) -> None:
