@@ -45,7 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="compile-only mode: compile every kernel for these architectures with NVRTC "
                          "(no GPU needed) and report registers/spills/shared memory, e.g. sm_75,sm_80,sm_90a, "
                          "or 'all' (every target the installed NVRTC supports); each kernel and architecture "
-                         "is its own test; without a working NVRTC the run is an error")
+                         "is its own test (a Python launcher: each CUDA kernel it declares with builds=); a run that compiled "
+                         "nothing fails; without a working NVRTC the run is an error")
     group.addoption("--gemm-require-gpu", action="store_true", default=False,
                     help="fail the run when no GPU check can run (no usable GPU, or every GPU check skipped), "
                          "with the reason; for the GPU jobs of a CI matrix (ini key gemm_require_gpu = true)")
