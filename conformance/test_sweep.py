@@ -3,7 +3,7 @@
 One test per kernel (``sweep-<kernel>``), skipped with the reason unless
 ``--gemm-sweep`` is given. It runs in the kernel's sandbox: the sizes in a
 seeded shuffled order, the kernel and cuBLAS back to back at each size, every
-timed output verified like the speed check (see ``pytest_gemm/sweep.py``).
+timed output verified like the speed check (see ``pytest_gemm/measure/sweep.py``).
 The results feed the "TFLOP/s by size" table, the JSON report's ``sweep`` and
 ``--gemm-plot``.
 """

@@ -45,7 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="compile-only mode: compile every kernel for these architectures with NVRTC "
                          "(no GPU needed) and report registers/spills/shared memory, e.g. sm_75,sm_80,sm_90a, "
                          "or 'all' (every target the installed NVRTC supports); each kernel and architecture "
-                         "is its own test; without a working NVRTC the run is an error")
+                         "is its own test (a Python launcher: each CUDA kernel it declares with builds=); a run that compiled "
+                         "nothing fails; without a working NVRTC the run is an error")
     group.addoption("--gemm-require-gpu", action="store_true", default=False,
                     help="fail the run when no GPU check can run (no usable GPU, or every GPU check skipped), "
                          "with the reason; for the GPU jobs of a CI matrix (ini key gemm_require_gpu = true)")
@@ -74,7 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-ladder", action="store_true", default=False,
                     help="with --gemm-kernel: also time the reference ladder's rungs and cuBLAS (at the precisions "
                          "under test) at the bench shape and rank them beside the kernels under test (it takes "
-                         "longer: 12 more timed runs for an FP32 kernel); alone: run the conformance suite on "
+                         "longer: 14 more timed runs for an FP32 kernel, one per rung and baseline of its precision); alone: run the conformance suite on "
                          "the shipped ladder")
     group.addoption("--gemm-gradescope", default=None, metavar="PATH",
                     help="write Gradescope's results.json (points per check with partial credit, a leaderboard) "
@@ -148,6 +149,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file: the verdicts are properties in it
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     configure.require_gpu_at_finish(session)
+    configure.nothing_compiled_at_finish(session)
     results.write_outputs(session.config)
 
 

@@ -81,17 +81,37 @@ def test_compile_only_mode_without_a_working_nvrtc_is_an_error_naming_the_extra(
     assert "Traceback" not in text
 
 
-def test_without_gpu_and_without_nvrtc_the_compile_checks_fail_instead_of_skipping(pytester, monkeypatch):
+def test_without_gpu_and_without_nvrtc_the_run_ends_with_one_line_naming_both(pytester, monkeypatch):
     _hide_nvrtc(pytester, monkeypatch)
     _no_gpu(monkeypatch)
     pytester.makefile(".cu", mm=MM_CU)
     pytester.makepyfile(mine=MINE)
-    result = pytester.runpytest_subprocess("--gemm-kernel", "mine:k", "-k", "compile and sm_80", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("--gemm-kernel", "mine:k", "-p", "no:cacheprovider")
     text = _text(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text
-    result.assert_outcomes(failed=1)
-    assert "cannot compile without NVRTC" in text and "nothing could be tested" in text
-    assert "pip install 'pytest-gemm[cuda12]'" in text
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and "nothing can be tested here: no usable GPU" in lines[0], text
+    assert "cuda.bindings is not installed" in text and "pip install 'pytest-gemm[cuda12]'" in text
+    assert "Traceback" not in text and "direct cause" not in text and "During handling" not in text
+
+
+def test_without_nvrtc_a_compile_check_fails_in_one_message_without_chained_tracebacks(monkeypatch):
+    """The check itself (a run given only --gemm-kernel reaches it with a GPU, or under xdist):
+    one message, no exception chain under it."""
+    from pytest_gemm import CudaKernel
+    from pytest_gemm.checks import compile as compile_check
+    from pytest_gemm.kernels import compiler
+
+    def missing(*args, **kwargs):
+        raise compiler.GemmToolchainError(f"NVRTC is not available (cuda.bindings is not installed); {compiler.INSTALL_HINT}")
+
+    monkeypatch.setattr(compiler, "compile_for_arch", missing)
+    monkeypatch.setattr("pytest_gemm.kernels.device.probe", lambda: "no usable GPU: test")
+    kernel = CudaKernel(source=MM_CU, entry="mm", block=(16, 16), tile=(16, 16))
+    with pytest.raises(pytest.fail.Exception) as info:
+        compile_check.run_offline(kernel, "sm_80", lambda facts: None)
+    assert "cannot compile without NVRTC" in str(info.value) and "nothing could be tested" in str(info.value)
+    assert info.value.__context__ is None and not info.value.pytrace
 
 
 # ---- 2. --gemm-require-gpu ------------------------------------------------------------

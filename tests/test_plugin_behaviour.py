@@ -54,7 +54,7 @@ def test_without_a_gpu_gpu_tests_skip_with_the_reason_and_the_run_exits_0(pytest
     result = pytester.runpytest_subprocess("-rs", "--strict-markers")
     assert result.ret == 0
     result.assert_outcomes(passed=1, skipped=3)
-    result.stdout.fnmatch_lines(["*SKIPPED*no usable GPU: cudaError*"])
+    result.stdout.fnmatch_lines(["*SKIPPED*no usable GPU: *"])  # the cause: tests/test_driver_reason.py
 
 
 def test_markers_are_registered_and_checked(pytester: pytest.Pytester):

@@ -42,7 +42,7 @@ overhead inside the timed region. ``processes.range`` = (max - min) / median of 
 per-process medians: kernels whose ratios to cuBLAS differ by less than that cannot be told
 apart by one run. On an H200 on 2026-11-30, 5 processes spanned 5.5 % for cuBLAS FP32 while
 our own rungs held still: the start event ran before cuBLAS's host-side work had launched the
-kernel. With the launch guard (pytest_gemm/launch_guard.py) the same 5-process run spans
+kernel. With the launch guard (pytest_gemm/measure/launch_guard.py) the same 5-process run spans
 0.05 % (cuBLAS FP32) and 0.30 % (cuBLAS fp16), harness +0.34 % over the loop.
 """
 from __future__ import annotations

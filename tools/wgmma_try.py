@@ -7,7 +7,7 @@ hang or a fault in one build costs only that build. In that process: exact-integ
 ragged and square shapes compared bit for bit with a float64 reference (C poisoned with NaN
 before every launch), random inputs against the same reference (relative Frobenius error),
 then, only if every check passed, the build, cuBLAS (cublasGemmEx, same precision, fp32 out)
-and the build again, each timed by the suite's own timer (pytest_gemm.timing.time_gpu: L2
+and the build again, each timed by the suite's own timer (pytest_gemm.measure.timing.time_gpu: L2
 flushed, launch guard, settling, median) at each size; the fraction of cuBLAS printed twice
 (the two timings of the build bracket the baseline's). Needs CuPy and a compute capability 9.0 GPU.
 """

@@ -48,13 +48,19 @@ def run_offline(kernel: GemmKernel, arch: str, record: Callable[[dict[str, Any]]
     """Compile ``kernel`` for ``arch``; record its resources and return a one-line summary."""
     from ..kernels.compiler import GemmCompileError, GemmToolchainError, compile_for_arch
 
+    missing: str | None = None
     try:
         result = compile_for_arch(kernel, arch)  # type: ignore[arg-type]
     except GemmCompileError as exc:
-        raise GemmCheckFailure(COMPILE_ERROR, str(exc).splitlines()[0], exc.log.strip().splitlines()) from None
+        # The first error line joins the one-line summary, so the table and `-q --tb=no` show it too.
+        head = str(exc).splitlines()[0].rstrip(":")
+        first = next((line.strip() for line in exc.log.splitlines() if "error" in line), "")
+        summary = f"{head}: {first}" if first and first not in head else head
+        raise GemmCheckFailure(COMPILE_ERROR, summary, exc.log.strip().splitlines()) from None
     except GemmToolchainError as exc:
-        _no_toolchain(str(exc))
-        raise AssertionError("unreachable") from None
+        missing = str(exc)
+    if missing is not None:  # outside the except block: no chained traceback under the message
+        _no_toolchain(missing)  # fails or skips
     res = result.resources
     record({"resources": {
         "registers": res.registers, "spill_stores": res.spill_stores, "spill_loads": res.spill_loads,

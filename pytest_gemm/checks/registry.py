@@ -110,6 +110,19 @@ def get(name: str) -> Check:
         raise ValueError(f"unknown check {name!r}; valid checks: {', '.join(BY_NAME)}") from None
 
 
+def quick_summary() -> str:
+    """The ``--gemm-shapes quick`` sets, as the README lists them ("exact: 1³, 64³, ...; coverage
+    and guards: ...")."""
+    def shape(s: Shape) -> str:
+        return f"{s[0]}³" if s[0] == s[1] == s[2] else "x".join(map(str, s))
+
+    groups: dict[tuple[Shape, ...], list[str]] = {}
+    for c in CHECKS:
+        if c.quick is not None:
+            groups.setdefault(c.quick, []).append(c.name)
+    return "; ".join(f"{' and '.join(names)}: {', '.join(map(shape, quick))}" for quick, names in groups.items())
+
+
 def help_text() -> str:
     """One line per check, for ``--help`` and the docs."""
     return "; ".join(f"{c.name}: {c.summary}" for c in CHECKS)

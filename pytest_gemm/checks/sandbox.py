@@ -2,7 +2,7 @@
 
 An illegal address poisons the CUDA context for the rest of a process, a hung
 kernel can only be stopped by ending its process, and a kernel may call exit().
-So each kernel gets a child process (``python -m pytest_gemm.checks.sandbox``) that
+So each kernel gets a child process (``python -m pytest_gemm.checks.sandbox_child``) that
 loads it by its spec and runs checks on request; the pytest process never
 launches a kernel. A fault fails the check that faulted (the child reports it,
 then is replaced), a hang is killed after the timeout (``timeout``), a child

@@ -1,7 +1,7 @@
 """Grade a folder of submissions, one pytest process per student, into one gradebook.
 
     python -m pytest_gemm.grading.gradebook SUBMISSIONS_DIR --attr kernel --out gradebook.csv \\
-        --json gradebook.json [--timeout S] [--jobs N] [--ini pytest.ini] [-- extra pytest args]
+        --json gradebook.json [--timeout S] [--jobs N] [--ini pytest.ini] [--allow-no-gpu] [-- extra pytest args]
 
 Each student is a subfolder holding ``kernel.py`` (``--file``) or a single
 ``NAME.py`` file. Each runs as its own ``python -m pytest --gemm-kernel
@@ -11,7 +11,8 @@ overrun pytest is interrupted (it writes the results of the checks that ran),
 then its whole process tree (pytest and the kernel sandboxes it started) is
 stopped and killed, and the student is recorded as "timed out". A submission
 that crashes pytest, hangs or faults costs only its own row. ``--jobs N`` grades
-N students at once, spread over the GPUs (``classrun.py``).
+N students at once, spread over the GPUs (``classrun.py``). On a machine with no usable GPU it
+refuses to grade (exit status 2, one line why) unless ``--allow-no-gpu`` asks for the zeros.
 
 The pieces: ``submissions.py`` (finding them, the pytest command), ``processes.py``
 (the wall-clock limit), ``students.py`` (one student's row), ``classrun.py`` (the
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .classrun import GpuSlots, cpu_cores, default_jobs, grade_all
-from .gradebook_files import check_columns, summary_table, write_csv, write_json
+from .gradebook_files import check_columns, clip, summary_table, write_csv, write_json
 from .gradescope import GradingConfig
 from .processes import RunOutcome, kill_tree, run_with_limit
 from .students import (CRASHED, DEFAULT_TIMEOUT, ERROR, GRADED, MISSING, TIMED_OUT, StudentResult, grade_one,
@@ -38,7 +39,7 @@ from .submissions import Submission, build_command, find_submissions
 
 __all__ = ["CRASHED", "DEFAULT_TIMEOUT", "ERROR", "GRADED", "MISSING", "TIMED_OUT", "GpuSlots", "RunOutcome",
            "StudentResult", "Submission", "build_command", "check_columns", "find_submissions", "grade_all",
-           "grade_one", "harness_failed", "kill_tree", "load_grading_config", "main", "make_parser",
+           "grade_one", "harness_failed", "kill_tree", "load_grading_config", "main", "make_parser", "no_gpu_problem", "clip",
            "run_with_limit", "summary_table", "write_csv", "write_json"]
 
 
@@ -101,7 +102,33 @@ def make_parser() -> argparse.ArgumentParser:
                         "class, by the first speed check, under the GPU-wide lock; each student's own kernel is "
                         "always timed in its own run)")
     p.add_argument("--logs", default=None, metavar="DIR", help="write each student's pytest output to DIR/STUDENT.log")
+    p.add_argument("--allow-no-gpu", action="store_true",
+                   help="grade even when this machine has no usable GPU: every GPU check is then skipped and "
+                        "scores 0, so every student gets the points of the compile checks only; without this "
+                        "flag the gradebook refuses to grade on such a machine (exit status 2)")
     return p
+
+
+def no_gpu_problem(env: dict[str, str] | None = None, timeout: float = 120.0) -> str | None:
+    """Why the students' runs would find no usable GPU (probed in a child process with their
+    environment, so this process never initialises CUDA), or None when there is one. With the
+    sandbox's dispatch test hook set (``PYTEST_GEMM_DISPATCH``) the checks need no GPU: None."""
+    import os
+    import subprocess
+
+    env = dict(os.environ if env is None else env)
+    if env.get("PYTEST_GEMM_DISPATCH"):
+        return None
+    code = ("from pytest_gemm.kernels.device import probe\n"
+            "found = probe()\nprint(found if isinstance(found, str) else 'ok')")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"no usable GPU: finding the device took over {timeout:g} s (a hung driver? check nvidia-smi)"
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        return f"no usable GPU: probing it failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    return None if lines[-1] == "ok" else lines[-1]
 
 
 def split_passthrough(argv: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
@@ -140,6 +167,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no submissions in {str(root)!r}: expected one subfolder holding {args.file} "
                      "(or one .py file) per student")
 
+    problem = None if args.allow_no_gpu else no_gpu_problem()
+    if problem is not None:
+        print(f"gradebook: not grading: {problem}; every GPU check would be skipped and score 0. Run it on the "
+              "grading machine's GPU, or pass --allow-no-gpu to grade the compile checks only (zeros for the rest)",
+              file=sys.stderr)
+        return 2
     if args.jobs is None:
         from ..kernels.gpus import visible_gpu_ids
 
@@ -150,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def progress(r: StudentResult) -> None:
         print(f"[{time.monotonic() - started:6.1f} s] {r.student}: {r.status}, {r.score:g} / {r.max_score:g}"
-              f" in {r.elapsed_s:.1f} s" + (f" ({r.reason[:160]})" if r.reason else ""), flush=True)
+              f" in {r.elapsed_s:.1f} s" + (f" ({clip(r.reason)})" if r.reason else ""), flush=True)
 
     results = grade_all(submissions, attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
                         ini=ini, extra_args=extra, jobs=jobs, log_dir=Path(args.logs) if args.logs else None,

@@ -42,11 +42,20 @@ def write_json(path: Path, results: Sequence[StudentResult], meta: dict[str, Any
     path.write_text(json.dumps(body, indent=2, default=str))
 
 
+def clip(text: str, limit: int = 160) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit - 1)
+    return text[:cut if cut > limit // 2 else limit - 1].rstrip(" ,;:(") + "…"
+
+
 def summary_table(results: Sequence[StudentResult]) -> str:
     from tabulate import tabulate
 
     rows = [[r.student, r.status, f"{r.score:g} / {r.max_score:g}", _num(r.tflops, 2),
-             _num(r.fraction_of_cublas, 3), (r.reason[:90] + "...") if len(r.reason) > 90 else r.reason]
+             _num(r.fraction_of_cublas, 3), clip(r.reason, 90)]
             for r in results]
     return tabulate(rows, headers=["student", "status", "score", "TFLOP/s", "x cuBLAS", "notes"],
                     tablefmt="simple")

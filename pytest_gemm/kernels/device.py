@@ -110,7 +110,9 @@ def probe() -> GemmDevice | str:
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # CUDARuntimeError: no driver, wrong driver, no device
-        return f"no usable GPU: {exc}"
+        from .driver import no_gpu_reason
+
+        return f"no usable GPU: {no_gpu_reason(exc, cupy)}"
     if count < 1:
         return "no usable GPU: CUDA reports no device"
     try:

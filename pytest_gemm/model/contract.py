@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
 from . import arches as _arches
+from .declaration import (EmptyGridError, GemmSpecError, check_arches, check_keywords,  # noqa: F401 (re-exported)
+                          grid_takes_device, strict_init)
+from .prototype import problems
 from .precision import PRECISIONS
 
 SIGNATURE_TOKENS = ("A", "B", "C", "M", "N", "K", "alpha", "beta")
@@ -25,27 +28,7 @@ MAX_THREADS_PER_BLOCK = 1024
 GridFn = Union[Callable[[int, int, int], Sequence[int]], Callable[[int, int, int, Any], Sequence[int]]]
 
 
-def grid_takes_device(fn: Callable[..., Any]) -> bool:
-    """Whether a ``grid`` callable wants the device as a fourth argument: it has a parameter
-    named ``device``, or four positional parameters without defaults. Three (``m, n, k``), the
-    original form, and anything whose signature cannot be read, get (m, n, k) only."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    if any(p.name == "device" and p.kind is not p.VAR_KEYWORD for p in params):
-        return True
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len([p for p in positional if p.default is p.empty]) >= 4
 SharedMem = Union[int, Callable[[int, int, int], int]]
-
-
-class EmptyGridError(ValueError):
-    """A declared grid has a zero dimension at some shape: nothing would be launched."""
-
-
-class GemmSpecError(ValueError):
-    """A kernel declaration or a ``--gemm-kernel`` spec is wrong; the message says how to fix it."""
 
 
 def parse_signature(signature: str) -> tuple[str, ...]:
@@ -112,12 +95,14 @@ def _check_beta_zero(label: str, value: str) -> None:
                             "('reads_c' declares that the kernel reads C even when beta == 0)")
 
 
-def _caller_dir(depth: int = 2) -> Path:
+def _caller_dir() -> Path:
     """Directory of the module that declared a kernel (sources are relative to it)."""
+    ours = {__file__, str(Path(__file__).with_name("declaration.py"))}  # and the dataclass's generated __init__:
     frame = inspect.currentframe()
     try:
-        for _ in range(depth):
-            frame = frame.f_back if frame else None
+        while frame is not None and (frame.f_code.co_filename in ours or frame.f_code.co_filename == "<string>"
+                                     and frame.f_code.co_name == "__init__"):
+            frame = frame.f_back
         filename = frame.f_globals.get("__file__") if frame else None
     finally:
         del frame
@@ -154,7 +139,7 @@ class CudaKernel:
     deterministic: bool = True
     arches: Sequence[str] | None = None
     beta_zero: str = "blas"
-    origin: Path = field(default_factory=lambda: _caller_dir(3), repr=False)
+    origin: Path = field(default_factory=_caller_dir, repr=False)
 
     def __post_init__(self) -> None:
         if self.name is None:
@@ -202,8 +187,11 @@ class CudaKernel:
         if not (isinstance(self.shared_mem, int) and self.shared_mem >= 0) and not callable(self.shared_mem):
             raise GemmSpecError(f"{label}: shared_mem must be bytes (int >= 0) or a callable of (m, n, k)")
         if self.arches is not None:
-            self.arches = _check_arches(label, self.arches)
+            self.arches = check_arches(label, self.arches)
         self.source_path()  # a missing file is reported now, not at compile time
+        found = problems(*self.source_text(), self.entry.strip(), self.tokens, self.precision)  # model/prototype.py
+        if found:
+            raise GemmSpecError(f"{label}: {'; '.join(found)}")
 
     # -- derived facts ----------------------------------------------------
     @property
@@ -280,31 +268,6 @@ class CudaKernel:
         return self.arches is None or any(_arches.arch_claimed_on(a, cc) for a in self.arches)
 
 
-def _check_arches(label: str, declared: Any) -> tuple[str, ...]:
-    """Declared ``arches`` in canonical spelling; a malformed or impossible one is a GemmSpecError."""
-    if isinstance(declared, str):
-        declared = (declared,)
-    out = []
-    for item in declared:
-        try:
-            major, minor, specific = _arches.parse_arch(item)
-        except ValueError:
-            major = minor = -1
-            specific = False
-        number = major * 10 + minor
-        if major < 0 or number < _arches.MIN_ARCH or (specific and number < _arches.MIN_ARCH_SPECIFIC):
-            raise GemmSpecError(
-                f"{label}: arches: {item!r} is not a target a kernel can claim; write sm_<major><minor> from "
-                f"sm_{_arches.MIN_ARCH} up (e.g. sm_80, sm_120), or an arch-specific target from "
-                f"sm_{_arches.MIN_ARCH_SPECIFIC}a up (e.g. sm_90a); targets this machine's NVRTC supports: "
-                f"{', '.join(_arches.installed_arches())}")
-        out.append(_arches.arch_name(major, minor, specific))
-    if not out:
-        raise GemmSpecError(f"{label}: arches=() claims nothing; leave arches out to claim every target "
-                            f"at or above min_cc, or list them, e.g. arches=(\"sm_80\", \"sm_90\")")
-    return tuple(out)
-
-
 def _positional_params(fn: Callable[..., Any]) -> list[inspect.Parameter]:
     return [p for p in inspect.signature(fn).parameters.values()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -327,10 +290,13 @@ class PyKernel:
     deterministic: bool = True
     beta_zero: str = "blas"
     arches: Sequence[str] | None = None  # an arch-specific target (sm_90a) limits it to that device
+    #: The CUDA C it builds, as CudaKernels (source, entry, options, arches): compile-checked in its name.
+    builds: Sequence[CudaKernel] = ()
 
     def __post_init__(self) -> None:
         if self.name is None:
             self.name = getattr(self.fn, "__name__", "kernel")
+        self.builds = tuple(self.builds) if isinstance(self.builds, (list, tuple)) else (self.builds,)
 
     def validate(self) -> None:
         label = f"kernel {self.name!r}"
@@ -341,6 +307,14 @@ class PyKernel:
         bad = [a for a in (self.arches or ()) if a not in SUPPORTED_ARCHES]
         if bad:
             raise GemmSpecError(f"{label}: unknown arch(es) {bad}; valid: {', '.join(SUPPORTED_ARCHES)}")
+        for build in self.builds:  # the CUDA C it compiles, each declared like a CudaKernel
+            if not isinstance(build, CudaKernel):
+                raise GemmSpecError(f"{label}: builds= lists pytest_gemm.CudaKernel(...) declarations (source, entry, "
+                                    f"options, arches) of the CUDA C the launcher compiles; got a {type(build).__name__}")
+            try:
+                build.validate()
+            except GemmSpecError as exc:
+                raise GemmSpecError(f"{label}: builds: {exc}") from None
         params = _positional_params(self.fn)
         if len(params) not in (3, 5):
             raise GemmSpecError(
@@ -358,17 +332,25 @@ class PyKernel:
 
 def kernel(fn: Callable[..., Any] | None = None, *, precision: str = "fp32", min_cc: Sequence[int] = (7, 0),
            multiple_of: Sequence[int] = (1, 1, 1), name: str | None = None,
-           deterministic: bool = True, beta_zero: str = "blas", arches: Sequence[str] | None = None) -> Any:
-    """Declare a Python launcher as a GEMM kernel: ``@kernel`` or ``@kernel(precision="fp16", ...)``."""
+           deterministic: bool = True, beta_zero: str = "blas", arches: Sequence[str] | None = None,
+           builds: Sequence[CudaKernel] = (), **unknown: Any) -> Any:
+    """Declare a Python launcher as a GEMM kernel: ``@kernel`` or ``@kernel(precision="fp16", ...)``.
+    ``builds``: the CudaKernel declarations of the CUDA C it compiles (compile-checked with no GPU)."""
+    check_keywords("@kernel", unknown, _KERNEL_KEYWORDS, GemmSpecError)
 
     def wrap(f: Callable[..., Any]) -> PyKernel:
         return PyKernel(f, precision=precision, min_cc=min_cc, multiple_of=multiple_of, name=name,
-                        deterministic=deterministic, beta_zero=beta_zero, arches=arches)
+                        deterministic=deterministic, beta_zero=beta_zero, arches=arches, builds=builds)
 
     return wrap(fn) if fn is not None else wrap
 
 
 GemmKernel = Union[CudaKernel, PyKernel]
+_KERNEL_KEYWORDS = tuple(inspect.signature(kernel).parameters)[1:-1]
+
+
+strict_init(CudaKernel, GemmSpecError)
+strict_init(PyKernel, GemmSpecError)
 
 
 def unsupported_reason(kernel: GemmKernel, cc: Sequence[int]) -> str | None:

@@ -124,7 +124,8 @@ def compile_table(records: Results) -> list[str]:
         if r.check != "compile" or r.outcome == "skipped":
             continue
         res = r.facts.get("resources") or {}
-        rows.append([r.kernel, r.params.get("arch"), res.get("registers", ""),
+        build = r.params.get("build")  # a Python launcher's declared build
+        rows.append([f"{r.kernel} ({build})" if build else r.kernel, r.params.get("arch"), res.get("registers", ""),
                      (res.get("spill_stores", 0) + res.get("spill_loads", 0)) if res else "",
                      res.get("stack_frame", ""), res.get("shared_static", ""),
                      r.outcome if not r.category else f"{r.outcome} ({r.category})"])

@@ -3,6 +3,8 @@
 - :func:`gpu_checks_not_run`: with ``--gemm-require-gpu``, a run whose GPU checks were all
   skipped fails, with their reasons (an early probe catches the no-GPU case in
   ``configure``; this catches a GPU on which no kernel's check could run).
+- :func:`nothing_compiled`: a compile-only run in which no kernel compiled (nor failed to)
+  fails with the reasons.
 - :func:`skips_by_reason`: the terminal summary counts skipped tests by reason, so a run
   that skipped most of its checks says so without ``-rs``.
 
@@ -32,10 +34,28 @@ def gpu_checks_not_run(records: Iterable[Any]) -> str | None:
     gpu = [r for r in as_records(records) if is_gpu_check(r)]
     if not gpu or any(r.outcome in ("passed", "failed") for r in gpu):
         return None
-    reasons = Counter(str(r.message or "no reason given") for r in gpu)
+    return f"no GPU check ran: all {len(gpu)} were skipped: {_reasons(gpu)}"
+
+
+def _reasons(records: list[Any]) -> str:
+    """The skip messages of ``records``, most frequent first (three, then how many more)."""
+    reasons = Counter(str(r.message or "no reason given") for r in records)
     listed = "; ".join(f"{reason} ({count}x)" for reason, count in reasons.most_common(3))
-    more = f"; and {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
-    return f"no GPU check ran: all {len(gpu)} were skipped: {listed}{more}"
+    return listed + (f"; and {len(reasons) - 3} more reasons" if len(reasons) > 3 else "")
+
+
+def nothing_compiled(records: Iterable[Any]) -> str | None:
+    """Compile-only mode: None when some compile check ran (passed or failed); else why none
+    did (every one skipped: claims that exclude the architectures asked for, a Python launcher
+    that declares no CUDA it builds), the skip messages most frequent first."""
+    from ..outputs.records import as_records
+
+    compiles = [r for r in as_records(records) if r.check == "compile" and not r.ladder]
+    if any(r.outcome in ("passed", "failed") for r in compiles):
+        return None
+    if not compiles:
+        return "compile-only mode (--gemm-arch) compiled nothing: no compile check ran (were they deselected?)"
+    return f"compile-only mode (--gemm-arch) compiled nothing: every compile check was skipped: {_reasons(compiles)}"
 
 
 def skip_reason(report: Any) -> str:

@@ -3,7 +3,7 @@
 The plugin is inert for a suite that does not use it: it pins no GPU, runs no
 ``nvidia-smi`` and leaves ``-n auto`` alone unless a gemm option or ini key is set
 (:func:`is_active`) or, for the pinning, a collected test uses a gemm fixture or marker
-(``collection.pin_if_used``).
+(``collection.select_items`` with ``collection.uses_gemm``, then :func:`pin_gpu`).
 """
 from __future__ import annotations
 
@@ -176,6 +176,26 @@ def _check_toolchain(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--gemm-arch (compile-only mode) cannot compile anything: {problem}")
 
 
+def _check_testable(config: pytest.Config, grading: Any) -> None:
+    """No NVRTC and no usable GPU: nothing can be tested (no compile check, no GPU check), so
+    the run ends now with one line naming both causes and the extra to install, as the
+    compile-only mode does, instead of one failed compile check per architecture."""
+    if is_xdist_worker(config):
+        return
+    from ..kernels.compiler import toolchain_problem
+
+    problem = toolchain_problem()
+    if problem is None:
+        return
+    from ..kernels.device import probe
+
+    found = probe()
+    if isinstance(found, str):
+        reason = f"pytest-gemm: nothing can be tested here: {found.split('; install')[0]}; and {problem}"
+        _gradescope_failure(config, grading, reason)
+        pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
+
+
 def configure(config: pytest.Config) -> None:
     active = is_active(config)
     opt = config.option
@@ -234,6 +254,8 @@ def configure(config: pytest.Config) -> None:
         pin_gpu(config)
     if require_gpu:
         _check_require_gpu(config, arches, grading)
+    elif specs and arches is None:
+        _check_testable(config, grading)
     from .results import ResultCollector
 
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
@@ -276,9 +298,27 @@ def require_gpu_at_finish(session: pytest.Session) -> None:
 
     reason = gpu_checks_not_run(st.results)
     if reason is not None:
-        st.notes.append(f"--gemm-require-gpu: {reason}; {REQUIRE_GPU_HINT}")
-        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        _fail_at_finish(session, st, f"--gemm-require-gpu: {reason}; {REQUIRE_GPU_HINT}")
+
+
+def _fail_at_finish(session: pytest.Session, st: Any, note: str) -> None:
+    """The run fails (exit status 1 unless it failed already), with ``note`` in the summary."""
+    st.notes.append(note)
+    if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def nothing_compiled_at_finish(session: pytest.Session) -> None:
+    """A compile-only run (--gemm-arch) in which nothing compiled fails (exit status 1), with why."""
+    config = session.config
+    st = config.stash.get(STATE, None)
+    if st is None or not st.arches or is_xdist_worker(config) or not st.kernels:
+        return
+    from .completeness import nothing_compiled
+
+    reason = nothing_compiled(st.results)
+    if reason is not None:
+        _fail_at_finish(session, st, f"pytest-gemm: {reason}")
 
 
 def completeness_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -62,6 +62,12 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
     from ..outputs.records import CheckRecord
 
     params = item.callspec.params if hasattr(item, "callspec") else {}
+    if report.failed and report.when == "call" and _category(call.excinfo) and call.excinfo is not None \
+            and not item.config.getoption("fulltrace", False):
+        from ..model.categories import GemmCheckFailure
+
+        if isinstance(call.excinfo.value, GemmCheckFailure):  # the whole message; our code's traceback is noise
+            report.longrepr = str(call.excinfo.value)
     if report.when not in ("setup", "call") or (report.when == "setup" and report.passed):
         return
     if params.get("gemm_case") is not None:
@@ -70,8 +76,10 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
             return  # no sweep asked for: no record, so no empty "sweep" test in the reports or Gradescope
         kernel, check, shape, extra = case.kernel, case.check, list(case.shape), case.params
     elif params.get("gemm_kernel_arch") is not None:
-        kernel, arch = params["gemm_kernel_arch"]
-        check, shape, extra = "compile", None, {"arch": arch}
+        kernel, arch, *build = params["gemm_kernel_arch"]  # a launcher's: (launcher, arch, the CudaKernel it builds)
+        check, shape, extra = "compile", None, ({"arch": arch} if arch else {})
+        if build:
+            extra["build"] = str(build[0].name)
     else:
         _annotate_graded_test(item, call, report)
         return

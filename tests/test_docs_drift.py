@@ -1,0 +1,130 @@
+"""The words that drift: every path the docs, --help and comments name exists, and the lists
+and counts they give (architectures, GPU session stages, quick shapes, the ladder's timed runs)
+come from the one place in the code that decides them. No GPU, no NVRTC."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "examples").rglob("*.md")), *sorted((ROOT / "reference_kernels").glob("*.md"))]
+SOURCES = [p for folder in ("pytest_gemm", "conformance", "reference_kernels", "examples", "tools")
+           for p in sorted((ROOT / folder).rglob("*.py"))]
+PACKAGE_DIRS = ("checks", "kernels", "model", "runner", "outputs", "grading", "judges", "measure")
+TOP = ("pytest_gemm", "reference_kernels", "conformance", "examples", "tools", "tests", "docs")
+_PATH = re.compile(r"(?<![\w/.-])((?:%s)/[\w./-]*\w\.(?:py|cu|md|sh|yml|yaml|ini|json|txt|toml))" % "|".join(TOP + PACKAGE_DIRS))
+_MODULE = re.compile(r"(?<![\w./-])(pytest_gemm(?:\.\w+)+)")
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _named_paths() -> list[tuple[str, str]]:
+    out = []
+    for path in DOCS + SOURCES:
+        for match in _PATH.finditer(_text(path)):
+            out.append((str(path.relative_to(ROOT)), match.group(1)))
+    return out
+
+
+def _exists(named: str, where: str) -> bool:
+    if (ROOT / named).exists():
+        return True
+    if named.split("/")[0] in PACKAGE_DIRS:  # a path inside the package, written from within it
+        return (ROOT / "pytest_gemm" / named).exists()
+    return (ROOT / where).parent.joinpath(named).exists()
+
+
+#: Paths that name what a reader writes (their own test file, a check the guide adds), not ours.
+EXAMPLES = {"tests/test_mine.py", "kernels/mine.py", "pytest_gemm/checks/same_data.py"}
+
+
+def test_every_path_the_docs_and_comments_name_exists():
+    missing = sorted({f"{where}: {named}" for where, named in _named_paths()
+                      if named not in EXAMPLES and not _exists(named, where)})
+    assert not missing, "paths named but not in the repository:\n" + "\n".join(missing)
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        name = ".".join(parts[:cut])
+        try:
+            found = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            continue
+        obj = importlib.import_module(name)
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_every_pytest_gemm_module_the_docs_and_comments_name_exists():
+    named = {(str(p.relative_to(ROOT)), m.group(1).rstrip(".")) for p in DOCS + SOURCES
+             for m in _MODULE.finditer(_text(p))}
+    missing = sorted(f"{where}: {name}" for where, name in named if not _resolves(name))
+    assert not missing, "modules or attributes named but not found:\n" + "\n".join(missing)
+
+
+def test_architecture_lists_in_the_docs_are_the_code_s():
+    """"N with CUDA 12.9's NVRTC: sm_X up to sm_Y" is what model/arches.py claims without NVRTC."""
+    from pytest_gemm.model.arches import FALLBACK_ARCHES, claimable_arches
+
+    generic = [a for a in claimable_arches(FALLBACK_ARCHES) if not a.endswith("a")]
+    want = f"{len(generic)} with CUDA 12.9's NVRTC: {generic[0]} up to {generic[-1]}"
+    pattern = re.compile(r"\d+ with CUDA [\d.]+'s NVRTC: sm_\d+ up to sm_\d+")
+    seen = 0
+    for path in DOCS + SOURCES:
+        for found in pattern.findall(_text(path)):
+            seen += 1
+            assert found == want, f"{path.relative_to(ROOT)} says {found!r}; the code says {want!r}"
+        # the list the run compiles is never spelled as a short fixed list
+        assert "sm_75, sm_80 and sm_90" not in _text(path), path
+    assert seen >= 3  # README, the course README, the starter kernel
+
+
+def test_the_gpu_session_stages_in_the_readme_are_the_script_s():
+    script = _text(ROOT / "tools" / "gpu_session.sh")
+    stages = re.search(r'case "\$stage" in ([\w|-]+)\) ;;', script)
+    assert stages, "tools/gpu_session.sh: its stage list moved"
+    listed = [s for s in re.findall(r"bash tools/gpu_session\.sh ([\w|-]+)`", _text(ROOT / "README.md")) if "|" in s]
+    assert listed and all(s.split("|") == stages.group(1).split("|") for s in listed), listed
+
+
+def test_the_quick_shapes_in_the_readme_are_the_registry_s():
+    from pytest_gemm.checks.registry import quick_summary
+
+    assert f"a small representative set per check ({quick_summary()};" in _text(ROOT / "README.md")
+
+
+def test_the_ladder_help_counts_the_runs_it_adds():
+    import reference_kernels
+
+    from pytest_gemm import plugin
+
+    fp32 = [k for k in reference_kernels.LADDER if k.precision == "fp32"]
+    help_text = " ".join(_text(Path(plugin.__file__)).split())
+    assert f"{len(fp32)} more timed runs for an FP32 kernel" in help_text
+
+
+@pytest.mark.parametrize("doc", ["README.md", "examples/course/README.md"])
+def test_the_no_gpu_reason_quoted_in_the_docs_is_the_code_s(doc):
+    from pytest_gemm.kernels.driver import explain
+
+    no_driver = explain("x", libcuda=False, driver=None, runtime=None)
+    text = " ".join(_text(ROOT / doc).split())
+    quoted = re.findall(r"`no usable GPU: ([^`]*)`", text)
+    for q in quoted:
+        q = q.rstrip(". ")
+        assert q in ("...", "…") or no_driver.startswith(q.rstrip(".… ")), (doc, q)
