@@ -1,5 +1,6 @@
 """The GPU tests' shared suite runs (tests/gpu_runs.py): every ``SUITE_RUNS`` declared by a
-module with a selected test is started at once, when the first test asks for one."""
+module with a selected test is started at once, when the first test asks for one; tests marked
+``gemm_quiet_machine`` run before that."""
 from __future__ import annotations
 
 from typing import Iterator
@@ -12,6 +13,9 @@ RUNS = pytest.StashKey[dict[str, SuiteRun]]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A GPU test that times host-side launches needs the machine quiet: it runs first, before a
+    # test asks for the suite runs, which load every core (gemm_quiet_machine).
+    items.sort(key=lambda item: item.get_closest_marker("gemm_quiet_machine") is None)
     runs: dict[str, SuiteRun] = {}
     for item in items:
         for run in getattr(getattr(item, "module", None), "SUITE_RUNS", ()):
