@@ -150,13 +150,3 @@ def test_the_cuda_c_example_compiles_for_sm_90_with_no_gpu(monkeypatch):
     [k] = load_spec("examples/ecosystems/cuda_c.py:tiled", ROOT)
     result = compile_for_arch(k, "sm_90")
     assert result.code and result.resources.spill_stores == 0
-
-
-def test_the_table_fills_the_readmes_placeholder_between_its_markers():
-    readme = (ROOT / "README.md").read_text()
-    filled = eco.fill_readme(readme, eco.table([_report()]))
-    assert "250.5 at 4096x4096x4096" in filled and "(not yet measured on the GPU)" not in filled
-    assert filled.count(eco.START) == filled.count(eco.END) == 1
-    assert eco.fill_readme(filled, "| new |").count("250.5") == 0  # filled again: replaced, not added
-    with pytest.raises(ValueError, match="markers"):
-        eco.fill_readme("no table here", "| x |")

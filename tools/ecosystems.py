@@ -6,7 +6,6 @@ their verdicts and speed as a markdown table from ``--gemm-report`` JSON files.
     python3 tools/ecosystems.py --specs --only triton    # ... of one group (triton, numba, rest)
     python3 tools/ecosystems.py a.json b.json            # the README's table from reports
     python3 tools/ecosystems.py --check a.json b.json    # ... and exit 1 unless each verdict is the expected one
-    python3 tools/ecosystems.py --readme README.md a.json b.json   # ... written into the README's table
 
 An example whose package is missing is skipped with the reason (``unavailable``). Shared by
 tests/test_ecosystems.py (no GPU), tests/test_ecosystems_gpu.py and tools/gpu_session.sh.
@@ -92,10 +91,13 @@ def rows(reports: Sequence[dict[str, Any]]) -> list[list[str]]:
         t = _bench(k)
         speed = fraction = ""
         notes = []
-        if t is not None:
+        if t is not None and k["verdict"] != "passed":
+            notes.append("not ranked: a failed kernel's speed is not reported")
+        elif t is not None:
             speed = f"{t['tflops']:.1f} at {'x'.join(map(str, t['shape']))}"
             if isinstance(t.get("fraction_of_cublas"), (int, float)):
                 fraction = f"{t['fraction_of_cublas']:.2f}"
+        if t is not None:
             if t.get("autotune"):
                 notes.append(f"autotune chose {t['autotune']}")
             if t.get("result_copy"):
@@ -129,25 +131,12 @@ def wrong_verdicts(reports: Sequence[dict[str, Any]]) -> list[str]:
     return wrong
 
 
-START, END = "<!-- ecosystems-table: filled from a GPU run by tools/ecosystems.py -->", "<!-- /ecosystems-table -->"
-
-
-def fill_readme(text: str, table_text: str) -> str:
-    """``text`` (README.md) with the table between its ecosystems-table markers replaced."""
-    head, start, rest = text.partition(START)
-    _, end, tail = rest.partition(END)
-    if not start or not end:
-        raise ValueError(f"README.md has no {START} ... {END} markers")
-    return f"{head}{START}\n{table_text}\n{END}{tail}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("reports", nargs="*", type=Path, help="--gemm-report JSON files")
     parser.add_argument("--specs", action="store_true", help="print --gemm-kernel arguments of the runnable examples")
     parser.add_argument("--only", choices=("triton", "numba", "rest"), help="with --specs: one group")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every reported verdict is the expected one")
-    parser.add_argument("--readme", type=Path, help="also write the table into this README.md, between its markers")
     args = parser.parse_args(argv)
     if args.specs:
         for ex in EXAMPLES:
@@ -163,8 +152,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports = [json.loads(p.read_text()) for p in args.reports if p.is_file()]
     text = table(reports)
     print(text)
-    if args.readme:
-        args.readme.write_text(fill_readme(args.readme.read_text(), text))
     wrong = wrong_verdicts(reports)
     for line in wrong:
         print(f"UNEXPECTED {line}", file=sys.stderr)

@@ -18,7 +18,8 @@ the others as they are (their own first line still says when they were measured)
 
 Blocks and their sources: ``gpu-tests`` (gpu-tests-summary.txt), ``ladder`` (ladder.json, a
 ``--gemm-report``), ``class`` (class.json from tools/class_benchmark.py), ``course``
-(course.json, the gradebook's ``--json`` of examples/course).
+(course.json, the gradebook's ``--json`` of examples/course), ``ecosystems`` (eco_*.json, or the
+examples' suite runs inside gpu-suite-runs.tgz).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures:(?P=name) -->)", re.S)
-PROVENANCE = re.compile(r"^Measured at commit `[0-9a-f]{7,40}(\+changes)?` \(\d{4}-\d{2}-\d{2}")
+PROVENANCE = re.compile(r"^Measured (at|before) commit `[0-9a-f]{7,40}(\+changes)?` \(\d{4}-\d{2}-\d{2}")
 
 
 def provenance(meta: dict[str, Any], command: str) -> str:
@@ -102,8 +103,35 @@ def _class(folder: Path, meta: dict[str, Any]) -> str | None:
     return "\n".join(lines) + "\n"
 
 
+def _ecosystem_reports(folder: Path) -> list[dict[str, Any]]:
+    """The examples' reports: the ecosystems stage's eco_*.json, or the gpu-tests stage's suite
+    runs (gpu-suite-runs.tgz, eco-*/report.json)."""
+    import tarfile
+
+    found = [json.loads(p.read_text()) for p in sorted(folder.glob("eco_*.json"))]
+    archive = folder / "gpu-suite-runs.tgz"
+    if not found and archive.is_file():
+        with tarfile.open(archive) as tar:
+            for member in sorted(tar.getmembers(), key=lambda m: m.name):
+                if re.search(r"/eco-[\w-]+/report\.json$", member.name):
+                    found.append(json.loads(tar.extractfile(member).read()))  # type: ignore[union-attr]
+    return found
+
+
+def _ecosystems(folder: Path, meta: dict[str, Any]) -> str | None:
+    reports = _ecosystem_reports(folder)
+    if not reports:
+        return None
+    sys.path.insert(0, str(ROOT / "tools"))
+    from ecosystems import table
+
+    command = "bash tools/gpu_session.sh gpu-tests" if (folder / "gpu-suite-runs.tgz").is_file() \
+        else "bash tools/gpu_session.sh ecosystems"
+    return provenance(meta, command) + "\n\n" + table(reports) + "\n"
+
+
 SOURCES: dict[str, Callable[[Path, dict[str, Any]], str | None]] = {
-    "gpu-tests": _gpu_tests, "ladder": _ladder, "course": _course, "class": _class,
+    "gpu-tests": _gpu_tests, "ladder": _ladder, "course": _course, "class": _class, "ecosystems": _ecosystems,
 }
 
 

@@ -1,0 +1,57 @@
+"""Measured figures carry their commit: every README block of tools/readme_figures.py names the
+commit and date it was measured at, every paragraph quoting H200 figures names a commit, and the
+script rewrites exactly the blocks whose sources a GPU run's folder holds."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from suite_helpers import load_declarations
+
+ROOT = Path(__file__).resolve().parent.parent
+figures = load_declarations(ROOT / "tools" / "readme_figures.py", "gemm_tools_readme_figures")
+
+
+def test_every_figures_block_of_the_readme_names_its_commit_and_date():
+    text = (ROOT / "README.md").read_text()
+    names = [m["name"] for m in figures.BLOCK.finditer(text)]
+    assert {"gpu-tests", "ladder", "class", "course", "ecosystems"} <= set(names), names
+    assert figures.unproven_blocks(text) == []
+
+
+def test_every_paragraph_with_h200_figures_names_a_commit():
+    text = figures.BLOCK.sub("", (ROOT / "README.md").read_text())  # blocks: checked above
+    bare = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        measured = re.search(r"\d+(\.\d+)? ?(s\b|TFLOP/s|%|ms)", paragraph)
+        if "H200" in paragraph and measured and not re.search(r"commit `?[0-9a-f]{7}", paragraph):
+            bare.append(paragraph[:160])
+    assert not bare, "figures without the commit they were measured at:\n" + "\n---\n".join(bare)
+
+
+def test_a_runs_folder_rewrites_its_blocks_and_leaves_the_others(tmp_path):
+    (tmp_path / "meta.json").write_text(json.dumps({"commit": "abcdef1", "date": "2026-12-02", "device": "NVIDIA H200"}))
+    (tmp_path / "gpu-tests-summary.txt").write_text("gpu-tests at abcdef1 (...): 9 passed, 0 failed, 0 skipped, 0 errors in 1.0 s\n")
+    (tmp_path / "course.json").write_text(json.dumps({"wall_s": 12.5, "students": [
+        {"student": "alice", "status": "graded", "score": 93.5, "elapsed_s": 10.0, "reason": "compiles"}]}))
+    readme = ("intro\n<!-- figures:gpu-tests -->\nold\n<!-- /figures:gpu-tests -->\n"
+              "<!-- figures:ladder -->\nMeasured at commit `1234567` (2026-11-30, H200): old table\n<!-- /figures:ladder -->\n"
+              "<!-- figures:course -->\nold\n<!-- /figures:course -->\n")
+    new, done = figures.regenerate(readme, tmp_path)
+    assert done == ["gpu-tests", "course"]
+    assert "9 passed" in new and "old\n<!-- /figures:gpu-tests" not in new
+    assert "| alice | graded | 93.5 | 10.0 | compiles |" in new and "1 students graded in 12.5 s" in new
+    assert "Measured at commit `1234567` (2026-11-30, H200): old table" in new  # no ladder.json: kept
+    assert figures.unproven_blocks(new) == []
+    assert figures.unproven_blocks(readme) == ["gpu-tests", "course"]
+
+
+def test_check_mode_says_whether_the_readme_is_current(tmp_path):
+    (tmp_path / "meta.json").write_text(json.dumps({"commit": "abcdef1", "date": "2026-12-02", "device": "H200"}))
+    (tmp_path / "gpu-tests-summary.txt").write_text("gpu-tests at abcdef1: 1 passed, 0 failed in 1 s\n")
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- figures:gpu-tests -->\nold\n<!-- /figures:gpu-tests -->\n")
+    assert figures.main([str(tmp_path), "--readme", str(readme), "--check"]) == 1
+    assert figures.main([str(tmp_path), "--readme", str(readme)]) == 0
+    assert figures.main([str(tmp_path), "--readme", str(readme), "--check"]) == 0
