@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_gemm.measure.run_cache import CACHE_ENV
 from pytest_gemm.outputs.report_schema import kernels_by_name, load_report
 
 
@@ -93,14 +94,11 @@ class Started:
         return self.finished
 
 
-MEASURE_CACHE_ENV = "PYTEST_GEMM_MEASURE_CACHE"
-
-
 def start(run: SuiteRun, folder: Path, measure_cache: Path | None = None) -> Started:
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **dict(run.env)}
     if measure_cache is not None:
-        env.setdefault(MEASURE_CACHE_ENV, str(measure_cache))  # roofs and cuBLAS timed once for all runs
+        env.setdefault(CACHE_ENV, str(measure_cache))  # roofs and cuBLAS timed once for all runs
     log = open(folder / "log.txt", "w")
     process = subprocess.Popen(run.args(folder / "report.json"), cwd=folder, stdout=log, stderr=subprocess.STDOUT,
                                env=env, start_new_session=True)

@@ -3,8 +3,9 @@ two rules every output applies: ``kernel_verdict`` (what a kernel's checks add u
 status and, when it failed, one root cause with the other failures as its consequences) and
 ``timing_trusted`` (whether its timings may be ranked).
 
-The verdict rules themselves are ``verdicts.py``. A check's result travels once: the plugin builds a frozen ``CheckRecord`` when the test
-reports (category, summary, details and facts kept apart, never flattened into one string),
+The verdict rules themselves are ``verdicts.py``. A check's result travels once: the plugin
+builds a frozen ``CheckRecord`` when the test reports (category, summary, details and facts
+kept apart, never flattened into one string),
 it crosses xdist as one JSON object (``to_dict`` / ``from_dict``, the only serialisation), and
 at the end of the run ``RunResults.build`` groups the records by kernel and derives each
 kernel's verdict and ``timing_trusted`` once. The terminal table, the JSON report, the sweep
@@ -66,7 +67,8 @@ class CheckRecord:
             summary, details = split_message(d.get("message"), d.get("category"))
         wall = d.get("wall_s")
         kernel = d.get("kernel")
-        return cls(kernel=None if kernel is None else str(kernel), check=str(d.get("check") or ""), outcome=str(d.get("outcome")),
+        return cls(kernel=None if kernel is None else str(kernel), check=str(d.get("check") or ""),
+                   outcome=str(d.get("outcome")),
                    precision=d.get("precision"), shape=list(d["shape"]) if d.get("shape") else None,
                    params=dict(d.get("params") or {}), category=d.get("category"), summary=summary,
                    details=details, ladder=bool(d.get("ladder")),
@@ -181,9 +183,6 @@ class RunResults:
 
     def __iter__(self):
         return iter(self.records)
-
-    def __len__(self) -> int:
-        return len(self.records)
 
 
 def kernel_results(records: "RunResults | Iterable[Mapping[str, Any] | CheckRecord]") -> Mapping[str, KernelResult]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .process_time import time_summary
-from .records import BLAS_ZERO_RULES, CheckRecord, RunResults
+from .records import BLAS_ZERO_RULES, RunResults
 
 Results = Any  # RunResults, or records (CheckRecord or their JSON form) to build one from
 
@@ -192,7 +192,7 @@ def json_report(run: Results, with_device: bool = True) -> dict[str, Any]:
     """The JSON report of a run (the device is probed only when asked and a GPU check ran)."""
     from ..kernels.device import probe
 
-    run = RunResults.build(getattr(run, "results", run))  # a GemmState is read for its records
+    run = RunResults.build(run)
     ran = any(r.outcome != "skipped" for r in run.records)
     found = probe() if with_device and ran else None
     device = found.as_dict() if found is not None and not isinstance(found, str) else None

@@ -135,7 +135,7 @@ def run_results(config: pytest.Config) -> Any:
     from ..outputs.records import RunResults
 
     st = state(config)
-    if st.run is None or len(st.run) != len(st.results):
+    if st.run is None:
         st.run = RunResults.build(st.results)
     return st.run
 
