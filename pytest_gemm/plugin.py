@@ -96,6 +96,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("gemm_visibility", type="linelist", default=[],
                   help="--gemm-gradescope visibility per check, one 'check = visibility' per line; also the keys "
                        "default, results (the whole result) and stdout (hidden unless set)")
+    parser.addini("gemm_speed_budget", default="",
+                  help="seconds of measured GPU time each timing of the speed check repeats for (default 1; the "
+                       "median of fewer repeats below that); a course grading a class on one GPU may lower it, "
+                       "since each student's timing holds the GPU alone")
     parser.addini("gemm_performance_threshold", default="",
                   help="--gemm-gradescope: the fraction of cuBLAS that earns full speed credit (linear below), e.g. 0.3")
 

@@ -63,3 +63,37 @@ def test_a_mistyped_value_is_a_usage_error_listing_the_valid_ones(pytester, monk
     result = _run(pytester, monkeypatch, "gemm_compile_arches = gpu")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*gemm_compile_arches = 'gpu'*expected claimed*or device*"])
+
+
+# ---- gemm_speed_budget: a course's trade of repeats for minutes --------------------------------------
+
+class _Ini:
+    def __init__(self, value: str):
+        self.value, self.inipath = value, "pytest.ini"
+
+    def getini(self, key: str) -> str:
+        assert key == "gemm_speed_budget"
+        return self.value
+
+
+def test_the_speed_budget_comes_from_the_ini_and_reaches_the_speed_check(monkeypatch):
+    from pytest_gemm.checks import speed
+    from pytest_gemm.runner.configure import _speed_budget
+
+    assert _speed_budget(_Ini("")) == speed.DEFAULT_BUDGET_S == 1.0
+    assert _speed_budget(_Ini(" 0.25 ")) == 0.25
+    for bad in ("fast", "0", "-1", "100"):
+        with pytest.raises(pytest.UsageError, match=r"gemm_speed_budget = .* \(in pytest.ini\): expected seconds"):
+            _speed_budget(_Ini(bad))
+    seen = {}
+    monkeypatch.setattr(speed, "check_speed", lambda h, shape, record, fraction, budget_s: seen.update(budget=budget_s))
+    speed.run(None, (64, 64, 64), {}, lambda facts: None, {"min_cublas_fraction": None, "speed_budget_s": 0.25})
+    assert seen == {"budget": 0.25}
+    speed.run(None, (64, 64, 64), {}, lambda facts: None, {"min_cublas_fraction": None})
+    assert seen == {"budget": 1.0}
+
+
+def test_a_mistyped_speed_budget_is_a_usage_error(pytester, monkeypatch):
+    result = _run(pytester, monkeypatch, "gemm_speed_budget = quick")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*gemm_speed_budget = 'quick'*expected seconds of timed GPU work*"])

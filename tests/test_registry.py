@@ -65,4 +65,4 @@ def test_every_timed_check_takes_the_gpu_alone_and_waits_for_quiet_itself():
     package = Path(registry.__file__).parent
     for check in timed:
         source = (package / f"{check.module}.py").read_text()
-        assert "gpu_lock(True)" in source and "gpu_quiet(" in source, check.name
+        assert "gpu_lock(True" in source and "gpu_quiet(" in source and "step_aside" in source, check.name

@@ -318,6 +318,160 @@ def test_the_lock_is_keyed_by_the_gpu_this_process_uses(tmp_path):
         assert lock.exists()
 
 
+STEPPER = textwrap.dedent("""
+    import json, sys, time
+    from pytest_gemm.measure.gpu_lock import gpu_lock
+    exclusive, act, at, then, directory, log = sys.argv[1] == "x", sys.argv[2], float(sys.argv[3]), \\
+        float(sys.argv[4]), sys.argv[5], sys.argv[6]
+    events = []
+    with gpu_lock(exclusive, key="7", directory=directory, what=act) as hold:
+        events.append(("held", time.time()))
+        time.sleep(at)
+        if act == "release":
+            hold.release()
+            events.append(("released", time.time()))
+        elif act == "aside":
+            assert hold.step_aside(then)
+            events.append(("back", time.time()))
+        time.sleep(then if act == "release" else 0.2)
+        events.append(("end", time.time()))
+    with open(log, "a") as fh:
+        fh.write(json.dumps({"kind": sys.argv[1], "act": act, "events": dict(events)}) + "\\n")
+""")
+
+
+def _steppers(tmp_path: Path, plan: list[tuple[str, str, float, float, float]], **env: str) -> dict[str, dict]:
+    """One process per (kind, act, at, then, delay before it starts): act "release" ends its hold
+    after ``at`` s and runs on ``then`` s; "aside" steps aside after ``at`` s for ``then`` s;
+    "hold" holds ``at`` s. Their events by act."""
+    (tmp_path / "stepper.py").write_text(STEPPER)
+    log = tmp_path / "events.log"
+    procs = []
+    for kind, act, at, then, delay in plan:
+        time.sleep(delay)
+        procs.append(subprocess.Popen([sys.executable, str(tmp_path / "stepper.py"), kind, act, str(at), str(then),
+                                       str(tmp_path / "locks"), str(log)], env=fakegpu.env(tmp_path, **env)))
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    import json
+
+    return {(r := json.loads(line))["act"]: r["events"] for line in log.read_text().splitlines()}
+
+
+def test_a_hold_released_early_lets_a_waiting_timed_check_in_while_its_check_runs_on(tmp_path):
+    # a shared holder (a check presumed hung) ends its hold after 0.5 s and runs on for 2 s; a
+    # writer asking meanwhile gets the GPU at once, not when the holder's block ends
+    ev = _steppers(tmp_path, [("s", "release", 0.5, 2.0, 0), ("x", "hold", 0.3, 0, 0.2)])
+    writer, reader = ev["hold"], ev["release"]
+    assert reader["released"] - 0.05 <= writer["held"] < reader["end"] - 1.0
+
+
+def test_a_timed_check_that_steps_aside_lets_the_shared_holders_run_and_comes_back(tmp_path):
+    # a writer holds the GPU, a reader asks, the writer steps aside for 1 s: the reader runs in the
+    # pause, and the writer holds the GPU again only once the reader has let it go
+    ev = _steppers(tmp_path, [("x", "aside", 0.5, 1.0, 0), ("s", "hold", 0.3, 0, 0.2)])
+    writer, reader = ev["aside"], ev["hold"]
+    assert writer["held"] + 0.45 <= reader["held"] < writer["back"]
+    assert writer["back"] >= reader["end"] - 0.01
+
+
+def test_the_lock_log_has_one_line_per_hold(tmp_path):
+    log = tmp_path / "lock.jsonl"
+    _steppers(tmp_path, [("x", "aside", 0.3, 0.5, 0), ("s", "hold", 0.2, 0, 0.1)], PYTEST_GEMM_LOCK_LOG=str(log))
+    import json
+
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    # the writer's hold before it stepped aside, the reader's, the writer's after
+    assert sorted((r["kind"], r["what"]) for r in lines) == [("s", "hold"), ("x", "aside"), ("x", "aside")]
+    for r in lines:
+        assert r["asked"] <= r["held"] <= r["released"] and r["pid"] > 0
+    reader = next(r for r in lines if r["kind"] == "s")
+    assert reader["held"] - reader["asked"] >= 0.1  # it waited for the writer's first hold
+
+
+def test_a_nested_hold_owns_nothing_and_cannot_end_the_outer_one(tmp_path):
+    with gpu_lock(True, key="8", directory=str(tmp_path)) as outer:
+        with gpu_lock(False, key="8", directory=str(tmp_path)) as inner:
+            assert inner.step_aside(0.01) is False
+            inner.release()
+            assert outer.holding
+    assert not outer.holding
+
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    from pytest_gemm.measure.gpu_lock import gpu_lock
+    time.sleep(float(sys.argv[1]))
+    asked = time.time()
+    with gpu_lock(True):
+        held = time.time()
+    open(sys.argv[2], "w").write(f"{asked} {held}")
+""")
+
+
+def _writer_during(tmp_path: Path, delay: float, run) -> tuple[float, float, float, float, Exception | None]:
+    """A timed check's process asking for the GPU ``delay`` s after ``run()`` starts: (when run
+    started, when it ended, when the writer asked, when it held the GPU, what run raised)."""
+    (tmp_path / "writer.py").write_text(WRITER)
+    out = tmp_path / "writer.txt"
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), str(delay), str(out)],
+                            env=fakegpu.env(tmp_path))
+    started, raised = time.time(), None
+    try:
+        run()
+    except Exception as exc:  # noqa: BLE001 - the test reads it
+        raised = exc
+    ended = time.time()
+    assert proc.wait(timeout=60) == 0
+    asked, held = (float(x) for x in out.read_text().split())
+    return started, ended, asked, held, raised
+
+
+def test_a_check_presumed_hung_lets_go_of_the_gpu_and_still_times_out(tmp_path, monkeypatch):
+    # a hanging check holds the lock shared; 1 s in, it is presumed hung and lets go, so a timed
+    # check asking 0.3 s in waits 0.7 s, not the 4 s of the check's timeout
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path / "locks"))
+    (tmp_path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
+    client = sandbox.SandboxClient("fake_kernels.py:hang", 0, str(tmp_path), env=fakegpu.env(tmp_path))
+    try:
+        client.start()
+        started, ended, asked, held, raised = _writer_during(tmp_path, 0.3, lambda: client.run(
+            "exact", [64, 64, 64], {}, {}, timeout=4.0, guard=lambda: gpu_lock(False), hold_s=1.0))
+    finally:
+        client.stop()
+    assert isinstance(raised, GemmCheckFailure) and raised.category == cat.TIMEOUT
+    assert "did not finish within 4 s" in raised.summary
+    assert started + 0.9 <= held <= started + 2.0 < ended - 1.5
+    # without a bound the same writer waits for the whole timeout
+    client = sandbox.SandboxClient("fake_kernels.py:hang", 0, str(tmp_path), env=fakegpu.env(tmp_path))
+    try:
+        client.start()
+        started, ended, asked, held, raised = _writer_during(tmp_path, 0.3, lambda: client.run(
+            "exact", [64, 64, 64], {}, {}, timeout=2.0, guard=lambda: gpu_lock(False)))
+    finally:
+        client.stop()
+    assert held >= started + 2.0
+
+
+def test_a_start_up_presumed_hung_lets_go_of_the_gpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path / "locks"))
+    (tmp_path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
+    client = sandbox.SandboxClient("fake_kernels.py:ok", 0, str(tmp_path),
+                                   env=fakegpu.env(tmp_path, FAKEGPU_PREPARE_S="3"))
+    try:
+        started, ended, asked, held, raised = _writer_during(tmp_path, 0.3, lambda: client.start(
+            "64x64x64", lambda: gpu_lock(False), hold_s=0.8))
+    finally:
+        client.stop()
+    assert raised is None and ended >= started + 3.0  # the start-up ran its 3 s...
+    assert held <= started + 2.0                      # ...without the lock after 0.8 s of it
+
+
+def test_a_check_is_presumed_hung_after_the_budget_a_hung_kernel_gets():
+    assert hangs.presumed_hung_after(0) == hangs.HANG_FLOOR_S == 3.0
+    assert hangs.presumed_hung_after(2 * 1024 ** 3) == pytest.approx(3.0 + 2 * 1024 ** 3 / 20e9)
+
+
 def test_the_lock_can_be_turned_off(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTEST_GEMM_GPU_LOCK", "off")
     with gpu_lock(True, key="9", directory=str(tmp_path / "nowhere")):

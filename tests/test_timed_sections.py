@@ -126,14 +126,23 @@ def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(t
     monkeypatch.setattr(speed, "process_roofs", step("roofs", {}))
     monkeypatch.setattr(speed, "timed_run", step("kernel", (timing, step("verify"))))
     monkeypatch.setattr(speed, "time_cublas", step("cublas", timing))
+    asides: list = []
+
+    def quiet_wait(device, measured, step_aside=None):
+        seen["quiet"] = held()
+        asides.append(step_aside)
+        return {"quiet": None}
+
+    monkeypatch.setattr(speed, "gpu_quiet", quiet_wait)
     monkeypatch.setattr(speed, "roof_facts", lambda *a: {})
     monkeypatch.setattr(speed, "ceilings", lambda *a: types.SimpleNamespace(tflops=1e9))
     monkeypatch.setattr(speed, "reject_impossible_timing", lambda *a: None)
     monkeypatch.setattr(speed, "reject_tampering", step("integrity"))
     h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"), device=None)
     speed.check_speed(h, (64, 64, 64), lambda facts: None, None)
-    assert seen == {"inputs": None, "roofs": True, "kernel": True, "verify": True, "cublas": True,
+    assert seen == {"inputs": None, "roofs": True, "quiet": True, "kernel": True, "verify": True, "cublas": True,
                     "integrity": None}
+    assert asides[0].__self__.exclusive and asides[0].__func__ is lock_module.GpuHold.step_aside  # it may step aside
 
 
 # ---- measurements shared by a run ---------------------------------------------------------------------
@@ -216,6 +225,23 @@ def test_a_class_shares_one_measurement_folder_that_is_gone_afterwards(tmp_path,
     assert all(run_cache.CACHE_ENV not in env for env in seen)
 
 
+def test_students_graded_at_once_share_the_cores_for_their_blas_threads(tmp_path, monkeypatch):
+    from pytest_gemm.grading import classrun
+
+    assert classrun.thread_limits({}, jobs=12, cores=16) == dict.fromkeys(classrun.THREAD_ENV, "1")
+    assert classrun.thread_limits({}, jobs=4, cores=16) == dict.fromkeys(classrun.THREAD_ENV, "4")
+    assert classrun.thread_limits({"OMP_NUM_THREADS": "2"}, jobs=4, cores=16) == \
+        {"OPENBLAS_NUM_THREADS": "4", "MKL_NUM_THREADS": "4"}  # what the staff set stays
+    assert classrun.thread_limits({}, jobs=1, cores=16) == {}  # one at a time: the libraries' own defaults
+    for name in classrun.THREAD_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(classrun, "cpu_cores", lambda: 8)
+    subs = [Submission(n, tmp_path / f"{n}.py") for n in ("ann", "ben", "cy")]
+    seen: list[dict[str, str]] = []
+    grade_all(subs, jobs=2, gpus=["0"], runner=_env_runner(seen), command_builder=_builder)
+    assert len(seen) == 3 and all(env["OPENBLAS_NUM_THREADS"] == env["OMP_NUM_THREADS"] == "4" for env in seen)
+
+
 # ---- a quiet GPU before timing ---------------------------------------------------------------------
 
 def _clocked(rates: list[float]):
@@ -233,7 +259,7 @@ def _clocked(rates: list[float]):
 def test_a_quiet_gpu_is_timed_at_once():
     probe, clock = _clocked([55.0])
     assert quiet.wait_until_quiet(probe, 56.6, clock=clock) == \
-        {"quiet": True, "waited_s": 0.1, "probes": 1, "probe_fraction": round(55 / 56.6, 4)}
+        {"quiet": True, "waited_s": 0.1, "probes": 1, "probe_fraction": round(55 / 56.6, 4), "stepped_aside": 0}
 
 
 def test_a_gpu_shared_with_a_killed_kernel_is_waited_for_until_it_is_quiet():
@@ -251,6 +277,37 @@ def test_a_gpu_that_stays_busy_is_timed_anyway_and_marked():
     assert facts["device_warnings"][0] == "clock unreadable"
     assert "busy with work outside this run's lock" in facts["device_warnings"][1]
     assert quiet.busy_marked({"gpu_quiet": {"quiet": True}}) == {"gpu_quiet": {"quiet": True}}
+
+
+def test_a_busy_gpu_is_stepped_aside_from_so_that_the_shared_holders_run():
+    # busy for 20 probes of 0.125 s, then quiet: after every 0.5 s of busy probes the hold steps
+    # aside for 1.5 s (on the same clock), and the pauses count in the wait
+    now, rates = [0.0], iter([28.0] * 20 + [56.0])
+    pauses: list[float] = []
+
+    def probe() -> float:
+        now[0] += 0.125
+        return next(rates)
+
+    def step_aside(pause_s: float) -> bool:
+        pauses.append(pause_s)
+        now[0] += pause_s
+        return True
+
+    out = quiet.wait_until_quiet(probe, 56.6, clock=lambda: now[0], step_aside=step_aside)
+    assert out["quiet"] is True and out["probes"] == 21
+    assert out["stepped_aside"] == len(pauses) == 5 and set(pauses) == {quiet.STEP_ASIDE_PAUSE_S}
+    assert out["waited_s"] == pytest.approx(21 * 0.125 + 5 * quiet.STEP_ASIDE_PAUSE_S)
+
+
+def test_a_gpu_that_stays_busy_is_waited_for_longer_when_the_wait_steps_aside():
+    probe, clock = _clocked([20.0] * 2000)
+    out = quiet.wait_until_quiet(probe, 56.6, clock=clock, step_aside=lambda pause: True)
+    assert out["quiet"] is False and quiet.STEPPING_LIMIT_S <= out["waited_s"] < quiet.STEPPING_LIMIT_S + 0.2
+    # a hold that cannot step aside (nested in another) says so, and the probes go on without pauses
+    probe, clock = _clocked([20.0] * 2000)
+    out = quiet.wait_until_quiet(probe, 56.6, limit_s=3.0, clock=clock, step_aside=lambda pause: False)
+    assert out["stepped_aside"] == 0 and out["probes"] >= 30
 
 
 def test_without_a_measured_roof_quiet_is_not_checked():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -84,9 +85,9 @@ def make_class(root: Path, n: int) -> list[tuple[str, str, str]]:
 
 
 def grade(folder: Path, out: Path, jobs: int | None, extra: Sequence[str],
-          timeout: float | None) -> tuple[dict[str, Any], float, Any]:
-    """Run the gradebook (``jobs`` None: its default); (its students by name, wall seconds, the
-    --jobs it used)."""
+          timeout: float | None, lock_log: Path | None = None) -> tuple[dict[str, Any], float, Any]:
+    """Run the gradebook (``jobs`` None: its default; ``lock_log``: the GPU lock's log of this
+    pass, ``PYTEST_GEMM_LOCK_LOG``); (its students by name, wall seconds, the --jobs it used)."""
     cmd = [sys.executable, "-m", "pytest_gemm.grading.gradebook", str(folder), "--ini", str(COURSE / "pytest.ini"),
            "--out", str(out.with_suffix(".csv")), "--json", str(out)]
     if jobs is not None:
@@ -95,8 +96,12 @@ def grade(folder: Path, out: Path, jobs: int | None, extra: Sequence[str],
         cmd += ["--timeout", f"{timeout:g}"]
     cmd += ["--", *extra] if extra else []
     print("$", " ".join(cmd), flush=True)
+    env = None
+    if lock_log is not None:
+        lock_log.unlink(missing_ok=True)
+        env = dict(os.environ, PYTEST_GEMM_LOCK_LOG=str(lock_log))
     started = time.monotonic()
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, env=env)
     took = time.monotonic() - started
     book = json.loads(out.read_text())
     return {s["student"]: s for s in book["students"]}, took, book.get("jobs", jobs)
@@ -217,13 +222,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--deadline", type=float, default=None, help="seconds from the start after which no further "
                    "pass begins: the solo and second passes are skipped, saying so, when their estimate does not fit")
     p.add_argument("--out", default=None, help="folder for the class and the gradebooks (default: a temp dir)")
+    p.add_argument("--lock-log", action="store_true", help="log the GPU lock's holds of the class pass "
+                   "(OUT/class-lock.jsonl) and print where its GPU time went (tools/lock_log.py)")
     args = p.parse_args(args_in)
     began = time.monotonic()
     root = Path(args.out or tempfile.mkdtemp(prefix="gemm-class-"))
     plan = make_class(root / "class", args.students)
     print(f"class of {len(plan)} in {root / 'class'}: "
           + ", ".join(f"{n} {kind}" for kind, n in _counts(plan).items()), flush=True)
-    rows, took, jobs = grade(root / "class", root / "class.json", args.jobs, extra, args.timeout)
+    lock_path = root / "class-lock.jsonl" if args.lock_log else None
+    rows, took, jobs = grade(root / "class", root / "class.json", args.jobs, extra, args.timeout, lock_path)
     print(f"\nCLASS: {len(rows)} students graded in {took:.1f} s with --jobs {jobs} "
           f"({took / max(1, len(rows)):.1f} s per student)", flush=True)
     by_kind = time_by_kind(rows, plan)
@@ -231,6 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for kind, line in by_kind.items():
         print(f"  {kind}: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
                                          for k, v in line.items()), flush=True)
+    if lock_path is not None and lock_path.exists():
+        print()
+        print(lock_summary(lock_path), flush=True)
     for ok, line in targets(took, jobs, len(rows), by_kind, [], [], args.speed_tolerance, args.class_limit,
                             args.student_limit):
         print(f"  {'MET ' if ok else 'MISSED'}  {line}", flush=True)  # now, in case a later pass is cut off
@@ -276,6 +287,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {'MET ' if ok else 'MISSED'}  {line}")
     print(f"\nRESULT: {sum(ok for ok, _ in met)} of {len(met)} targets met; files in {root}")
     return 0 if all(ok for ok, _ in met) else 1
+
+
+def lock_summary(path: Path) -> str:
+    sys.path.insert(0, str(REPO / "tools"))
+    from lock_log import read_log, render, summarize
+
+    return render(summarize(read_log(path)))
 
 
 def _counts(plan: list[tuple[str, str, str]]) -> dict[str, int]:

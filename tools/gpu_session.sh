@@ -193,10 +193,14 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       rm -rf /tmp/gemm-class
       walled "class of $n" "${CLASS_LIMIT:-570}" python3 tools/class_benchmark.py --students "$n" "${jobs[@]}" \
         --solo "${CLASS_SOLO:-3}" --again "${CLASS_AGAIN:-25}" --deadline "$(( ${CLASS_LIMIT:-570} - 15 ))" \
-        --out /tmp/gemm-class > "$out/class.txt" 2>&1
+        --lock-log --out /tmp/gemm-class > "$out/class.txt" 2>&1
       cp /tmp/gemm-class/class.json /tmp/gemm-class/solo.json /tmp/gemm-class/again.json "$out/" 2>/dev/null
-      grep -E "^(CLASS|SOLO|AGAIN|RESULT|TARGETS|WHERE)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting)|DIFFERS|OUT OF" \
-        "$out/class.txt" | tail -40
+      # the GPU lock's holds of the class pass, kept even when the stage's limit cut the run
+      if cp /tmp/gemm-class/class-lock.jsonl "$out/" 2>/dev/null && [ ! -f "$out/class.json" ]; then
+        python3 tools/lock_log.py "$out/class-lock.jsonl" >> "$out/class.txt" 2>&1
+      fi
+      grep -E "^(CLASS|SOLO|AGAIN|RESULT|TARGETS|WHERE|GPU LOCK)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting|alone|draining|held|shared)|DIFFERS|OUT OF" \
+        "$out/class.txt" | tail -45
       ;;
     course)
       # the course example exactly as its README gives it, with the gradebook's defaults: <= 90 s

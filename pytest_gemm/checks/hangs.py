@@ -39,6 +39,16 @@ HANG_FACTOR = 5.0           # times the duration the kernel's completed checks p
 HANG_STREAK = 3             # timeouts with no completed check, after which the rest is not run
 
 
+def presumed_hung_after(flops: float) -> float:
+    """Seconds after which a check still running is presumed hung as far as the GPU lock is
+    concerned (the budget a kernel that already hung would get: ``HANG_FLOOR_S`` plus its
+    product at ``HANG_RATE_FLOPS``; a start-up: ``flops`` 0). Its shared hold then ends
+    (``checks/sandbox.py``), so that the class's timed checks, and the checks queued behind
+    them, do not wait out its whole timeout; a timed check that then finds the GPU busy steps
+    aside until it is quiet (``measure/quiet.py``)."""
+    return HANG_FLOOR_S + flops / HANG_RATE_FLOPS
+
+
 PROBE_DIM = 1024            # a probe's shape: the largest smallest dimension up to this, then the least work
 
 

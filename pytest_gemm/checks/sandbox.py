@@ -119,15 +119,25 @@ class SandboxClient:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def _check_reply(self, timeout: float) -> dict[str, Any] | None:
+    def _check_reply(self, timeout: float, release: _Release | None = None) -> dict[str, Any] | None:
         """The check's reply; ``timeout`` counts only while the check is not waiting for the GPU
         lock (the child reports its waits), so a check delayed by other kernels' timings is
         not charged for them. A wait for the lock is unbounded, as when the parent takes it: every
-        holder is bounded by its own timeout. Raises TimeoutError."""
+        holder is bounded by its own timeout. ``release`` ends the parent's hold once the check's
+        own time reaches it. Raises TimeoutError."""
         left, waiting = timeout, False
         while True:
             started = time.monotonic()
-            message = self._receive(None if waiting else left)
+            wait = None if waiting else left
+            if release is not None and not waiting:
+                wait = release.wait(timeout - left, wait)
+            try:
+                message = self._receive(wait)
+            except TimeoutError:
+                left -= time.monotonic() - started
+                if left <= 0:
+                    raise
+                continue  # the hold's time was up, not the check's
             if message is None or "event" not in message:
                 return message
             if not waiting:
@@ -205,10 +215,21 @@ class SandboxClient:
         """A child process is running (idle or inside a check)."""
         return self.proc is not None and self.proc.poll() is None
 
-    def _startup_reply(self, what: str, limit: float, shape_text: str) -> dict[str, Any]:
-        """Wait for the answer to a load or prepare request; its time limit is its own, not a check's."""
+    def _startup_reply(self, what: str, limit: float, shape_text: str,
+                       release: _Release | None = None) -> dict[str, Any]:
+        """Wait for the answer to a load or prepare request; its time limit is its own, not a
+        check's (``release`` ends the start-up's hold of the GPU lock when due)."""
+        started = time.monotonic()
         try:
-            reply = self._receive(timeout=limit)
+            while True:
+                used = time.monotonic() - started
+                wait = limit - used if release is None else release.wait(used, limit - used)
+                try:
+                    reply = self._receive(timeout=max(0.0, wait))
+                    break
+                except TimeoutError:
+                    if time.monotonic() - started >= limit:
+                        raise
         except TimeoutError:
             tail = self.output_tail()
             self.stop()
@@ -223,7 +244,8 @@ class SandboxClient:
             _raise(reply)
         return reply
 
-    def _load(self, shape_text: str, guard: Callable[[], ContextManager[Any]], fresh: bool = False) -> None:
+    def _load(self, shape_text: str, guard: Callable[[], ContextManager[Any]], fresh: bool = False,
+              hold_s: float | None = None) -> None:
         """Wait for the child's answer to a load request (sent by _start or a retarget), then
         prepare, holding ``guard()`` (it uses the GPU). Where the seconds went is kept in
         ``last_start`` (``fresh``: a new process, whose start and imports are counted too)."""
@@ -236,60 +258,66 @@ class SandboxClient:
             start["process_s"] = round(time.monotonic() - self._spawned - float(loaded.get("seconds") or 0.0), 4)
         start["kernel_import_s"] = round(float(loaded.get("seconds") or 0.0), 4)
         waited = waited_seconds()
-        with guard():
+        with guard() as hold:
             start["lock_wait_s"] = round(waited_seconds() - waited, 4)
             try:
                 self._send({"op": "prepare"})
             except (BrokenPipeError, ConnectionError):
                 raise self._death(shape_text, "preparing the kernel") from None
             prepared = self._startup_reply("preparing the kernel (CUDA initialisation, compiling and loading it)",
-                                           PREPARE_TIMEOUT, shape_text)
+                                           PREPARE_TIMEOUT, shape_text, _Release.of(hold, hold_s))
         start.update((k, round(float(v), 4)) for k, v in (prepared.get("phases") or {}).items())
         start["prepare_s"] = round(float(prepared.get("seconds") or 0.0), 4)
         self.last_start = start
         self.loaded = (self.spec, self.index)
 
-    def start(self, shape_text: str = "", guard: Callable[[], ContextManager[Any]] | None = None) -> None:
+    def start(self, shape_text: str = "", guard: Callable[[], ContextManager[Any]] | None = None,
+              hold_s: float | None = None) -> None:
         """Have a child running with the target kernel loaded and prepared (start-up limits apply;
-        ``guard()`` is held while it prepares)."""
+        ``guard()`` is held while it prepares, for at most ``hold_s`` seconds when given)."""
         guard = guard or contextlib.nullcontext
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-            self._load(shape_text, guard, fresh=True)
+            self._load(shape_text, guard, fresh=True, hold_s=hold_s)
         elif self.loaded != (self.spec, self.index):
             try:
                 self._send_load()
             except (BrokenPipeError, ConnectionError):
                 raise self._death(shape_text, "loading the kernel") from None
-            self._load(shape_text, guard)
+            self._load(shape_text, guard, hold_s=hold_s)
 
     def run(self, check: str, shape: list[int], params: dict[str, Any], options: dict[str, Any],
             timeout: float, guard: Callable[[], ContextManager[Any]] | None = None,
             why: str = "--gemm-timeout",
-            startup_guard: Callable[[], ContextManager[Any]] | None = None) -> dict[str, Any]:
+            startup_guard: Callable[[], ContextManager[Any]] | None = None,
+            hold_s: float | None = None, startup_hold_s: float | None = None) -> dict[str, Any]:
         """Run a check in the child; returns the recorded facts or raises what the check raised.
         ``timeout`` bounds the check alone (start-up has its own limits; ``why`` names where the
         limit came from in a timeout's message); ``guard()`` is held while the check runs,
-        ``startup_guard()`` while a new child prepares the kernel."""
+        ``startup_guard()`` while a new child prepares the kernel, for at most ``hold_s`` and
+        ``startup_hold_s`` seconds when given (a check or start-up still running then is presumed
+        hung: its hold ends, ``gpu_lock.GpuHold.release``, and it runs on without it)."""
         from ..measure.gpu_lock import waited_seconds
 
         shape_text = "x".join(map(str, shape))
         self.last_seconds, self.check_timed_out, self.last_start, self.last_lock_wait_s = None, False, None, 0.0
-        self.start(shape_text, startup_guard)
+        self.start(shape_text, startup_guard, startup_hold_s)
         waited = waited_seconds()
-        with (guard or contextlib.nullcontext)():
+        with (guard or contextlib.nullcontext)() as hold:
             self.last_lock_wait_s = waited_seconds() - waited
-            return self._run_check(check, shape, shape_text, params, options, timeout, why)
+            return self._run_check(check, shape, shape_text, params, options, timeout, why,
+                                   _Release.of(hold, hold_s))
 
     def _run_check(self, check: str, shape: list[int], shape_text: str, params: dict[str, Any],
-                   options: dict[str, Any], timeout: float, why: str) -> dict[str, Any]:
+                   options: dict[str, Any], timeout: float, why: str, release: "_Release | None" = None
+                   ) -> dict[str, Any]:
         since = self._log_size()
         try:
             self._send({"op": "check", "check": check, "shape": shape, "params": params, "options": options})
         except (BrokenPipeError, ConnectionError):  # it died after its last reply
             raise self._death(shape_text, check) from None
         try:
-            reply = self._check_reply(timeout)
+            reply = self._check_reply(timeout, release)
         except TimeoutError:
             self.check_timed_out = True
             self.stop()
@@ -307,6 +335,30 @@ class SandboxClient:
         if reply.get("restart"):  # the child's CUDA context is poisoned: start afresh next time
             self.stop()
         return _raise(reply) if reply["status"] != "ok" else reply.get("facts", {})
+
+
+class _Release:
+    """Ends a hold (``release()``) once the wait it guards has lasted ``after_s`` seconds."""
+
+    def __init__(self, after_s: float, release: Callable[[], None]):
+        self.after_s, self.release, self.pending = after_s, release, True
+
+    @classmethod
+    def of(cls, hold: Any, after_s: float | None) -> "_Release | None":
+        if after_s is None or not callable(getattr(hold, "release", None)):
+            return None
+        return cls(after_s, hold.release)
+
+    def wait(self, used_s: float, wanted: float | None) -> float | None:
+        """How long the next wait may last: ``wanted``, cut at the release; releases when due."""
+        if not self.pending:
+            return wanted
+        if used_s >= self.after_s:
+            self.pending = False
+            self.release()
+            return wanted
+        left = self.after_s - used_s
+        return left if wanted is None else min(wanted, left)
 
 
 def _raise(reply: dict[str, Any]) -> Any:

@@ -33,8 +33,11 @@ from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_esca
 from ..model.categories import TIMING_ESCAPE, GemmCheckFailure
 from ..model.shapes import Shape, shape_str
 
+DEFAULT_BUDGET_S = 1.0  # measured GPU seconds per timing, the kernel's and cuBLAS's (gemm_speed_budget)
+
+
 def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], None],
-                min_fraction: float | None, budget_s: float = 1.0, measure_roofs: bool = True) -> None:
+                min_fraction: float | None, budget_s: float = DEFAULT_BUDGET_S, measure_roofs: bool = True) -> None:
     """Judged in this order: work escaping the timed region (its output is then unordered
     against the harness's own input copies, so it is not verified), the last output
     (stale_output), a rate above the roof or a time below the memory floor, then the
@@ -43,10 +46,10 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
 
     precision = h.kernel.precision
     problems = problems_for(precision, shape)  # host work: drawn before the GPU is taken
-    with gpu_lock(True), cupy.cuda.Stream.null:  # alone on the GPU; the harness works on the null stream
+    with gpu_lock(True, what="speed") as hold, cupy.cuda.Stream.null:  # alone; the harness works on the null stream
         measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
         limits = ceilings(h.device, precision, measured)
-        quiet = gpu_quiet(h.device, measured)  # no other process's kernels time-slicing with this one
+        quiet = gpu_quiet(h.device, measured, hold.step_aside)  # no other process's kernels time-slicing with ours
         timing, verify = timed_run(h, shape, budget_s, problems)  # its warm-up calls tune an autotuner: untimed
         record(busy_marked(dict({"timing": dict(timing.as_dict(), shape=list(shape)), "gpu_quiet": quiet},
                                 **roof_facts(h.device, precision, timing, measured))))
@@ -77,7 +80,8 @@ def cublas_gate(name: str, precision: str, shape: Shape, fraction: float, tflops
 
 
 def run(h: Harness, shape: Shape, params: dict, record: Callable[[dict[str, Any]], None], options: dict) -> None:
-    check_speed(h, shape, record, options.get("min_cublas_fraction"))
+    check_speed(h, shape, record, options.get("min_cublas_fraction"),
+                budget_s=float(options.get("speed_budget_s") or DEFAULT_BUDGET_S))
 
 
 def reject_tampering(name: str) -> None:

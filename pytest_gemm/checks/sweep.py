@@ -26,9 +26,9 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     from .cases import skip_reason
 
     precision = h.kernel.precision
-    with gpu_lock(True):
+    with gpu_lock(True, what="sweep") as hold:
         measured = process_roofs(h.device, measure_roofs)
-        quiet = gpu_quiet(h.device, measured)
+        quiet = gpu_quiet(h.device, measured, hold.step_aside)
     limits = ceilings(h.device, precision, measured)
     plan = timing_order(shapes, seed)
     entries: list[dict[str, Any]] = []
@@ -41,7 +41,7 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     def measure(shape: Shape, first: tuple[str, str]) -> dict[str, Any]:
         problems = problems_for(precision, shape)  # the same inputs for the kernel and cuBLAS
         timings: dict[str, Any] = {}
-        with gpu_lock(True), cupy.cuda.Stream.null:  # alone on the GPU for this size; the harness on the null stream
+        with gpu_lock(True, what="sweep"), cupy.cuda.Stream.null:  # alone on the GPU for this size; the harness on the null stream
             for who in first:
                 if who == "cublas":
                     timings[who], verify_cublas = timed_run(baseline, shape, budget_s, problems)

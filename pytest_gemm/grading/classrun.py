@@ -12,6 +12,8 @@ The roofs and cuBLAS are measured once per GPU for the whole class, by the first
 speed check, and read by the others (``measure/run_cache.py``, a folder of the run's own),
 so that each student's turn alone on the GPU times only the student's kernel;
 ``share_measurements=False`` (the gradebook's ``--measure-each``) measures them in every run.
+Students graded at once share the CPU cores too: each gets ``thread_limits`` of them for its
+BLAS and OpenMP threads.
 """
 from __future__ import annotations
 
@@ -49,6 +51,20 @@ def default_jobs(gpus: int, cores: int) -> int:
     ``JOBS_PER_GPU`` per GPU, at least 1."""
     by_cores = max(1, cores * 3 // 4)
     return max(1, min(by_cores, JOBS_PER_GPU * gpus)) if gpus > 0 else by_cores
+
+
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def thread_limits(env: dict[str, str], jobs: int, cores: int) -> dict[str, str]:
+    """The thread counts of the BLAS and OpenMP libraries for each of ``jobs`` students at once:
+    ``cores // jobs`` (at least 1), for each variable ``env`` does not set already. numpy's BLAS
+    (the float64 references of small checks) otherwise starts a thread per core in every kernel
+    process, and a dozen students' threads spinning on 16 cores slow every check down."""
+    if jobs <= 1:
+        return {}
+    threads = str(max(1, cores // jobs))
+    return {name: threads for name in THREAD_ENV if not env.get(name)}
 
 
 class GpuSlots:
@@ -102,6 +118,7 @@ def grade_all(submissions: Sequence[Submission], *, attr: str = "kernel", timeou
     """Grade every submission (``jobs`` at a time, spread over ``gpus``: default, the visible
     ones), in the submissions' order."""
     with _measurement_env(env, share_measurements) as base_env:
+        base_env.update(thread_limits(base_env, jobs, cpu_cores()))
         config = load_grading_config(ini)
         fallback_max = config.max_score()
         slots = GpuSlots(_visible_gpus() if gpus is None else gpus)

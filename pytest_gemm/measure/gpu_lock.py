@@ -20,10 +20,20 @@ shared is a programming error (two holders in one process would wait for each ot
 Time spent waiting for the lock is not the kernel's: ``observe_waits`` tells a kernel's
 child process when it starts and stops waiting, so that its parent stops the check's clock
 meanwhile (``checks/sandbox.py``).
+
+A hold can end before its ``with`` block does (``GpuHold.release``: the parent ends the shared
+hold of a check that has run long enough to be presumed hung, so that one hanging kernel does
+not keep a class's timed checks, and behind them every other check, waiting), and an exclusive
+hold can step aside (``GpuHold.step_aside``: a timed check that finds the GPU busy with work
+outside the lock lets the shared holders run while it waits, instead of stopping them too).
+``PYTEST_GEMM_LOCK_LOG=PATH`` appends one JSON line per hold to PATH (pid, kind, what, and
+when it was asked for, held and released, in seconds since the epoch):
+``tools/lock_log.py`` says from it where a class's GPU time went.
 """
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import tempfile
@@ -33,6 +43,7 @@ from typing import Callable, Iterator
 
 LOCK_DIR_ENV = "PYTEST_GEMM_LOCK_DIR"
 LOCK_ENV = "PYTEST_GEMM_GPU_LOCK"
+LOG_ENV = "PYTEST_GEMM_LOCK_LOG"
 
 
 def gpu_key(env: dict[str, str] | None = None) -> str:
@@ -75,36 +86,97 @@ def waited_seconds() -> float:
     return _WAITED_S[0]
 
 
+class GpuHold:
+    """One hold of the GPU lock, yielded by ``gpu_lock``. A hold nested in one this process
+    already has (or taken with the lock turned off) owns nothing: ``release`` and
+    ``step_aside`` do nothing there."""
+
+    def __init__(self, exclusive: bool, key: str | None = None, directory: str | None = None,
+                 what: str = "", owner: bool = False):
+        self.exclusive, self.what, self.owner = exclusive, what, owner
+        self.lock_path, self.turnstile_path = lock_paths(key, directory)
+        self._fds: tuple[int, int] | None = None
+        self._asked = self._held = 0.0
+
+    @property
+    def holding(self) -> bool:
+        return self._fds is not None
+
+    def acquire(self) -> None:
+        lock_fd, turnstile_fd = _open(self.lock_path), _open(self.turnstile_path)
+        self._asked = time.time()
+        try:
+            with _waiting():
+                _lock(self.exclusive, lock_fd, turnstile_fd)
+        except BaseException:
+            os.close(lock_fd)
+            os.close(turnstile_fd)
+            raise
+        self._held = time.time()
+        self._fds = (lock_fd, turnstile_fd)
+        _HELD[self.lock_path] = self.exclusive
+
+    def release(self) -> None:
+        """End the hold now (the ``with`` block's end then releases nothing)."""
+        if self._fds is None:
+            return
+        _HELD.pop(self.lock_path, None)
+        for fd in self._fds:
+            os.close(fd)  # closing releases the lock
+        self._fds = None
+        _log_hold(self, time.time())
+
+    def step_aside(self, pause_s: float) -> bool:
+        """Let the others have the GPU for ``pause_s`` seconds, then hold it again as before (the
+        pause and the wait count as waits for the lock). False, and no pause, for a hold that
+        owns nothing."""
+        if self._fds is None or not self.owner:
+            return False
+        self.release()
+        with _waiting():
+            time.sleep(pause_s)
+        self.acquire()
+        return True
+
+
+def _log_hold(hold: GpuHold, released: float) -> None:
+    path = os.environ.get(LOG_ENV)
+    if not path:
+        return
+    line = json.dumps({"pid": os.getpid(), "kind": "x" if hold.exclusive else "s", "what": hold.what,
+                       "asked": round(hold._asked, 4), "held": round(hold._held, 4),
+                       "released": round(released, 4)}) + "\n"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            os.write(fd, line.encode())  # one write of one short line: appends from processes do not interleave
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # a log that cannot be written costs no check
+
+
 @contextlib.contextmanager
-def gpu_lock(exclusive: bool, key: str | None = None, directory: str | None = None) -> Iterator[None]:
-    """Hold the GPU: alone (``exclusive``, a timed check) or beside other shared holders."""
+def gpu_lock(exclusive: bool, key: str | None = None, directory: str | None = None,
+             what: str = "") -> Iterator[GpuHold]:
+    """Hold the GPU: alone (``exclusive``, a timed check) or beside other shared holders.
+    Yields the ``GpuHold`` (``what`` names it in the lock log)."""
     if os.environ.get(LOCK_ENV, "").lower() in ("off", "0", "no", "false"):
-        yield
+        yield GpuHold(exclusive, key, directory, what)
         return
     held = _HELD.get(lock_paths(key, directory)[0])
     if held is not None:
         if exclusive and not held:
             raise RuntimeError("gpu_lock: exclusive asked for inside a shared hold of the same process; "
                                "release the shared hold first")
-        yield
+        yield GpuHold(exclusive, key, directory, what)
         return
-    with _acquired(exclusive, key, directory):
-        yield
-
-
-@contextlib.contextmanager
-def _acquired(exclusive: bool, key: str | None, directory: str | None) -> Iterator[None]:
-    lock_path, turnstile_path = lock_paths(key, directory)
-    lock_fd, turnstile_fd = _open(lock_path), _open(turnstile_path)
+    hold = GpuHold(exclusive, key, directory, what, owner=True)
+    hold.acquire()
     try:
-        with _waiting():
-            _lock(exclusive, lock_fd, turnstile_fd)
-        _HELD[lock_path] = exclusive
-        yield
+        yield hold
     finally:
-        _HELD.pop(lock_path, None)
-        os.close(lock_fd)  # closing releases the lock
-        os.close(turnstile_fd)
+        hold.release()
 
 
 @contextlib.contextmanager

@@ -17,24 +17,43 @@ from typing import Any, Callable
 
 QUIET_FRACTION = 0.8  # a quiet GPU gives the probe 0.95-1.0 of the roof; one other busy context, about half
 QUIET_LIMIT_S = 20.0  # longest wait for quiet (a killed kernel's teardown took seconds, not minutes)
+STEP_ASIDE_AFTER_S = 0.5  # probing a busy GPU this long, a check that can step aside does
+STEP_ASIDE_PAUSE_S = 1.5  # ... and lets the shared holders have the GPU this long before probing again
+STEPPING_LIMIT_S = 60.0  # longest wait for quiet when stepping aside: a hung kernel runs out its
+                         # check's timeout (20 s by default) before it is killed, and the class runs meanwhile
 
 
-def wait_until_quiet(probe: Callable[[], float], roof_tflops: float | None, limit_s: float = QUIET_LIMIT_S,
-                     clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+def wait_until_quiet(probe: Callable[[], float], roof_tflops: float | None, limit_s: float | None = None,
+                     clock: Callable[[], float] = time.monotonic,
+                     step_aside: Callable[[float], bool] | None = None) -> dict[str, Any]:
     """Probe (TFLOP/s) until it reaches ``QUIET_FRACTION`` of ``roof_tflops`` or ``limit_s``
-    has passed. ``{"quiet": True | False | None, "waited_s", "probes", "probe_fraction"}``;
+    has passed (default: ``STEPPING_LIMIT_S`` with ``step_aside``, else ``QUIET_LIMIT_S``).
+    ``{"quiet": True | False | None, "waited_s", "probes", "probe_fraction", "stepped_aside"}``;
     ``quiet`` is None (not checked) without a measured roof. The probes follow each other with
-    no pause: a pause would let the clocks drop, and a GPU at idle clocks reads as busy."""
+    no pause: a pause would let the clocks drop, and a GPU at idle clocks reads as busy.
+    ``step_aside(pause_s)`` (``gpu_lock.GpuHold.step_aside``) is called after each
+    ``STEP_ASIDE_AFTER_S`` of busy probes: the GPU lock's shared holders (this run's correctness
+    checks) run during the pause instead of waiting behind a timing that cannot start yet;
+    it returns False when it cannot step aside, and the probes then go on."""
     if not roof_tflops or roof_tflops <= 0:
-        return {"quiet": None, "waited_s": 0.0, "probes": 0, "probe_fraction": None}
-    started, probes = clock(), 0
+        return {"quiet": None, "waited_s": 0.0, "probes": 0, "probe_fraction": None, "stepped_aside": 0}
+    if limit_s is None:
+        limit_s = STEPPING_LIMIT_S if step_aside is not None else QUIET_LIMIT_S
+    started = round_started = clock()
+    probes = stepped = 0
     while True:
         fraction = probe() / roof_tflops
         probes += 1
-        waited = clock() - started
+        now = clock()
+        waited = now - started
         if fraction >= QUIET_FRACTION or waited >= limit_s:
             return {"quiet": fraction >= QUIET_FRACTION, "waited_s": round(waited, 3), "probes": probes,
-                    "probe_fraction": round(fraction, 4)}
+                    "probe_fraction": round(fraction, 4), "stepped_aside": stepped}
+        if step_aside is not None and now - round_started >= STEP_ASIDE_AFTER_S \
+                and waited + STEP_ASIDE_PAUSE_S < limit_s:
+            if step_aside(STEP_ASIDE_PAUSE_S):
+                stepped += 1
+            round_started = clock()
 
 
 def busy_note(quiet: dict[str, Any] | None) -> str | None:

@@ -133,9 +133,11 @@ def process_roofs(device: Any, measure: bool = True) -> dict[str, Any]:
         return {"errors": {"all": f"{type(exc).__name__}: {exc}"[:300]}}
 
 
-def gpu_quiet(device: Any, measured: dict[str, Any]) -> dict[str, Any]:
+def gpu_quiet(device: Any, measured: dict[str, Any],
+              step_aside: Callable[[float], bool] | None = None) -> dict[str, Any]:
     """Wait until no other context's work shares the GPU (``quiet.py``), against the measured
-    FP32 roof; call it holding the GPU exclusively, just before timing."""
+    FP32 roof; call it holding the GPU exclusively, just before timing (``step_aside``: the
+    hold's ``GpuHold.step_aside``, so that the shared holders run while the GPU is busy)."""
     from .quiet import wait_until_quiet
 
     roof = (measured.get("tflops") or {}).get("fp32")
@@ -147,7 +149,7 @@ def gpu_quiet(device: Any, measured: dict[str, Any]) -> dict[str, Any]:
         probe = fma_probe(device)
     except Exception as exc:  # noqa: BLE001 - the timing still runs; say why it was not checked
         return dict(wait_until_quiet(lambda: 0.0, None), error=f"{type(exc).__name__}: {exc}"[:200])
-    return wait_until_quiet(probe, roof)
+    return wait_until_quiet(probe, roof, step_aside=step_aside)
 
 
 def roof_facts(device: Any, precision: str, timing: TimingResult, measured: dict[str, Any]) -> dict[str, Any]:

@@ -241,10 +241,11 @@ def configure(config: pytest.Config) -> None:
     if compile_arches not in ("claimed", "device"):
         raise pytest.UsageError(f"gemm_compile_arches = {compile_arches!r} (in {config.inipath or 'the pytest ini'}): "
                                 "expected claimed (every architecture a kernel claims) or device (this GPU's only)")
+    speed_budget = _speed_budget(config)
     config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction,
                                     isolation=getattr(opt, "gemm_isolation", "process"), timeout=timeout, grading=grading,
                                     sweep=sweep, plot=plot, active=active, require_gpu=require_gpu, shapes=shapes,
-                                    compile_arches=compile_arches,
+                                    compile_arches=compile_arches, speed_budget_s=speed_budget,
                                     # a grader scores the student's own checks only
                                     rank_ladder=bool(specs) and not getattr(opt, "gemm_gradescope", None)
                                     and bool(getattr(opt, "gemm_ladder", False)))
@@ -332,3 +333,22 @@ def completeness_summary(terminalreporter: Any, config: pytest.Config) -> None:
 
         for line in skips_by_reason(terminalreporter.stats.get("skipped", [])):
             terminalreporter.write_line(line)
+
+
+def _speed_budget(config: pytest.Config) -> float:
+    """gemm_speed_budget: the measured GPU seconds each timing of the speed check repeats for
+    (default 1). A class on one GPU waits for every student's timing in turn, so a course may
+    trade repeats for minutes."""
+    from ..checks.speed import DEFAULT_BUDGET_S
+
+    text = str(config.getini("gemm_speed_budget") or "").strip()
+    if not text:
+        return DEFAULT_BUDGET_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.05 <= value <= 60:
+        raise pytest.UsageError(f"gemm_speed_budget = {text!r} (in {config.inipath or 'the pytest ini'}): expected "
+                                "seconds of timed GPU work per timing, from 0.05 to 60 (default 1)")
+    return value

@@ -17,7 +17,10 @@ running the rest of a kernel whose first checks all hung or faulted (ended its p
 (``measure/gpu_lock.py``): this process holds it shared around every check that is not
 ``timed`` in the registry; a timed check takes it itself, exclusively, only around its timings
 (its wait is not counted in its timeout); a new kernel process holds it shared while it
-prepares the kernel (CUDA context, module load), so no timing sees that either.
+prepares the kernel (CUDA context, module load), so no timing sees that either. A shared hold
+lasts at most ``hangs.presumed_hung_after`` (3 s plus the product at 20 GFLOP/s): a check
+still running then is presumed hung and runs on without it, so that a hanging kernel does not
+hold up every timed check, and every check queued behind them, for its whole timeout.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from typing import Any
 import pytest
 
 from ..checks import registry
-from ..checks.hangs import HangLedger, flops_of, probe_case
+from ..checks.hangs import HangLedger, flops_of, presumed_hung_after, probe_case
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import GemmKernel
@@ -128,7 +131,7 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
                    params: dict[str, Any]) -> dict[str, Any]:
     """Run one check on one kernel, in its child process (or in-process with --gemm-isolation none)."""
     st = state(config)
-    options = {"min_cublas_fraction": st.min_cublas_fraction}
+    options = {"min_cublas_fraction": st.min_cublas_fraction, "speed_budget_s": st.speed_budget_s}
     timed = _is_timed(check)
     if st.isolation == "none":
         return _run_here(kernel, check, shape, params, options, timed)
@@ -154,9 +157,11 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     client = acquire(st.sandboxes, key, lambda: SandboxClient(spec, index, rootdir), max_live_sandboxes())
     client.target(spec, index)
     try:
-        facts = client.run(check, list(shape), params, options, timeout, guard=None if timed else lambda: gpu_lock(False),
+        facts = client.run(check, list(shape), params, options, timeout,
+                           guard=None if timed else lambda: gpu_lock(False, what=label),
                            why=why or _timeout_source(st, params),
-                           startup_guard=lambda: gpu_lock(False))  # a context, a module: not during a timing
+                           startup_guard=lambda: gpu_lock(False, what="start-up"),  # a context, a module: not during a timing
+                           hold_s=presumed_hung_after(flops), startup_hold_s=presumed_hung_after(0))
     except BaseException as exc:
         if isinstance(exc, Exception):
             facts = dict(getattr(exc, "facts", None) or {}, **where_time_went(client))
@@ -222,8 +227,10 @@ def _probe(st: GemmState, client: Any, ledger: HangLedger, key: tuple[str, int],
     flops = flops_of(shape, params)
     timeout, _ = ledger.budget(check_timeout(st, shape, params), flops)
     try:
-        client.run(check, list(shape), params, options, timeout, guard=lambda: gpu_lock(False),
-                   why="a probe of a kernel whose first checks faulted", startup_guard=lambda: gpu_lock(False))
+        client.run(check, list(shape), params, options, timeout, guard=lambda: gpu_lock(False, what="probe " + label),
+                   why="a probe of a kernel whose first checks faulted",
+                   startup_guard=lambda: gpu_lock(False, what="start-up"), hold_s=presumed_hung_after(flops),
+                   startup_hold_s=presumed_hung_after(0))
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - the probe's outcome goes to the ledger only

@@ -34,6 +34,7 @@ class GemmState:
     cases: dict[Any, list[Any]] = field(default_factory=dict)  # (spec, index) -> its (check, shape, params), collected
     shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
     compile_arches: str = "claimed"    # gemm_compile_arches: claimed, or device (this GPU's only, when there is one)
+    speed_budget_s: float = 1.0        # gemm_speed_budget: measured GPU seconds per timing of the speed check
     grading: Any = None                                          # gradescope.GradingConfig
     sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
     plot: str | None = None                                      # --gemm-plot path
