@@ -327,13 +327,13 @@ STEPPER = textwrap.dedent("""
     with gpu_lock(exclusive, key="7", directory=directory, what=act) as hold:
         events.append(("held", time.time()))
         time.sleep(at)
-        if act == "release":
-            hold.release()
-            events.append(("released", time.time()))
+        if act == "presume":
+            hold.presume_hung()
+            events.append(("presumed", time.time()))
         elif act == "aside":
             assert hold.step_aside(then)
             events.append(("back", time.time()))
-        time.sleep(then if act == "release" else 0.2)
+        time.sleep(then if act == "presume" else 0.2)
         events.append(("end", time.time()))
     with open(log, "a") as fh:
         fh.write(json.dumps({"kind": sys.argv[1], "act": act, "events": dict(events)}) + "\\n")
@@ -341,9 +341,9 @@ STEPPER = textwrap.dedent("""
 
 
 def _steppers(tmp_path: Path, plan: list[tuple[str, str, float, float, float]], **env: str) -> dict[str, dict]:
-    """One process per (kind, act, at, then, delay before it starts): act "release" ends its hold
-    after ``at`` s and runs on ``then`` s; "aside" steps aside after ``at`` s for ``then`` s;
-    "hold" holds ``at`` s. Their events by act."""
+    """One process per (kind, act, at, then, delay before it starts): act "presume" is presumed
+    hung after ``at`` s and runs on ``then`` s; "aside" steps aside after ``at`` s for ``then`` s;
+    "hold" (and any other name) holds ``at`` s. Their events by act."""
     (tmp_path / "stepper.py").write_text(STEPPER)
     log = tmp_path / "events.log"
     procs = []
@@ -358,12 +358,14 @@ def _steppers(tmp_path: Path, plan: list[tuple[str, str, float, float, float]], 
     return {(r := json.loads(line))["act"]: r["events"] for line in log.read_text().splitlines()}
 
 
-def test_a_hold_released_early_lets_a_waiting_timed_check_in_while_its_check_runs_on(tmp_path):
-    # a shared holder (a check presumed hung) ends its hold after 0.5 s and runs on for 2 s; a
-    # writer asking meanwhile gets the GPU at once, not when the holder's block ends
-    ev = _steppers(tmp_path, [("s", "release", 0.5, 2.0, 0), ("x", "hold", 0.3, 0, 0.2)])
-    writer, reader = ev["hold"], ev["release"]
-    assert reader["released"] - 0.05 <= writer["held"] < reader["end"] - 1.0
+def test_a_check_presumed_hung_no_longer_queues_the_others_behind_a_waiting_timed_check(tmp_path):
+    # a shared holder is presumed hung 0.5 s in and runs on 2 s; a timed check asks at 0.2 s and
+    # a second shared holder at 1.0 s: the second one runs at once (not after the timed check),
+    # and the timed check holds the GPU only once the presumed-hung check has ended
+    ev = _steppers(tmp_path, [("s", "presume", 0.5, 2.0, 0), ("x", "hold", 0.3, 0, 0.2), ("s", "later", 0.2, 0, 0.8)])
+    hung, writer, later = ev["presume"], ev["hold"], ev["later"]
+    assert later["held"] < hung["end"] - 0.5 and later["held"] < writer["held"]
+    assert writer["held"] >= hung["end"] - 0.01
 
 
 def test_a_timed_check_that_steps_aside_lets_the_shared_holders_run_and_comes_back(tmp_path):
@@ -377,12 +379,17 @@ def test_a_timed_check_that_steps_aside_lets_the_shared_holders_run_and_comes_ba
 
 def test_the_lock_log_has_one_line_per_hold(tmp_path):
     log = tmp_path / "lock.jsonl"
-    _steppers(tmp_path, [("x", "aside", 0.3, 0.5, 0), ("s", "hold", 0.2, 0, 0.1)], PYTEST_GEMM_LOCK_LOG=str(log))
+    _steppers(tmp_path, [("x", "aside", 0.3, 0.5, 0), ("s", "hold", 0.2, 0, 0.1), ("s", "presume", 0.1, 0.3, 1.5)],
+              PYTEST_GEMM_LOCK_LOG=str(log))
     import json
 
     lines = [json.loads(line) for line in log.read_text().splitlines()]
-    # the writer's hold before it stepped aside, the reader's, the writer's after
-    assert sorted((r["kind"], r["what"]) for r in lines) == [("s", "hold"), ("x", "aside"), ("x", "aside")]
+    # the writer's hold before it stepped aside, the reader's, the writer's after; the presumed-hung
+    # reader's hold, then its mark
+    assert sorted((r["kind"], r["what"]) for r in lines) == [("r", "presume"), ("s", "hold"), ("s", "presume"),
+                                                              ("x", "aside"), ("x", "aside")]
+    mark = next(r for r in lines if r["kind"] == "r")
+    assert mark["released"] - mark["held"] >= 0.25
     for r in lines:
         assert r["asked"] <= r["held"] <= r["released"] and r["pid"] > 0
     reader = next(r for r in lines if r["kind"] == "s")
@@ -394,7 +401,10 @@ def test_a_nested_hold_owns_nothing_and_cannot_end_the_outer_one(tmp_path):
         with gpu_lock(False, key="8", directory=str(tmp_path)) as inner:
             assert inner.step_aside(0.01) is False
             inner.release()
+            inner.presume_hung()
             assert outer.holding
+        outer.presume_hung()  # a timed check's own hold is never presumed hung
+        assert outer.holding
     assert not outer.holding
 
 
@@ -409,62 +419,76 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def _writer_during(tmp_path: Path, delay: float, run) -> tuple[float, float, float, float, Exception | None]:
-    """A timed check's process asking for the GPU ``delay`` s after ``run()`` starts: (when run
-    started, when it ended, when the writer asked, when it held the GPU, what run raised)."""
+READER = textwrap.dedent("""
+    import sys, time
+    from pytest_gemm.measure.gpu_lock import gpu_lock
+    time.sleep(float(sys.argv[1]))
+    with gpu_lock(False):
+        held = time.time()
+    open(sys.argv[2], "w").write(f"{held}")
+""")
+
+
+def _others_during(tmp_path: Path, run) -> tuple[float, float, float, float, Exception | None]:
+    """A timed check's process asking for the GPU 0.3 s after ``run()`` starts, and a correctness
+    check's 1.5 s after: (when run started, when it ended, when the timed check held the GPU,
+    when the correctness check did, what run raised)."""
     (tmp_path / "writer.py").write_text(WRITER)
-    out = tmp_path / "writer.txt"
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), str(delay), str(out)],
-                            env=fakegpu.env(tmp_path))
+    (tmp_path / "reader.py").write_text(READER)
+    wrote, read = tmp_path / "writer.txt", tmp_path / "reader.txt"
+    procs = [subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), "0.3", str(wrote)], env=fakegpu.env(tmp_path)),
+             subprocess.Popen([sys.executable, str(tmp_path / "reader.py"), "1.5", str(read)], env=fakegpu.env(tmp_path))]
     started, raised = time.time(), None
     try:
         run()
     except Exception as exc:  # noqa: BLE001 - the test reads it
         raised = exc
     ended = time.time()
-    assert proc.wait(timeout=60) == 0
-    asked, held = (float(x) for x in out.read_text().split())
-    return started, ended, asked, held, raised
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    return started, ended, float(wrote.read_text().split()[1]), float(read.read_text()), raised
 
 
-def test_a_check_presumed_hung_lets_go_of_the_gpu_and_still_times_out(tmp_path, monkeypatch):
-    # a hanging check holds the lock shared; 1 s in, it is presumed hung and lets go, so a timed
-    # check asking 0.3 s in waits 0.7 s, not the 4 s of the check's timeout
+def test_a_check_presumed_hung_keeps_timings_off_the_gpu_but_not_the_other_checks(tmp_path, monkeypatch):
+    # a hanging check holds the lock shared; 1 s in, it is presumed hung: a correctness check
+    # asking 1.5 s in runs at once, although a timed check (asking 0.3 s in) is waiting, and the
+    # timed check holds the GPU only once the hanging check has timed out and been killed
     monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path / "locks"))
     (tmp_path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
     client = sandbox.SandboxClient("fake_kernels.py:hang", 0, str(tmp_path), env=fakegpu.env(tmp_path))
     try:
         client.start()
-        started, ended, asked, held, raised = _writer_during(tmp_path, 0.3, lambda: client.run(
+        started, ended, timed, other, raised = _others_during(tmp_path, lambda: client.run(
             "exact", [64, 64, 64], {}, {}, timeout=4.0, guard=lambda: gpu_lock(False), hold_s=1.0))
     finally:
         client.stop()
     assert isinstance(raised, GemmCheckFailure) and raised.category == cat.TIMEOUT
     assert "did not finish within 4 s" in raised.summary
-    assert started + 0.9 <= held <= started + 2.0 < ended - 1.5
-    # without a bound the same writer waits for the whole timeout
+    assert other < started + 2.5 < ended - 1.0   # the correctness check did not wait for the hang
+    assert timed >= ended - 0.05                 # the timing waited for it
+    # without the presumption the correctness check queues behind the waiting timed check
     client = sandbox.SandboxClient("fake_kernels.py:hang", 0, str(tmp_path), env=fakegpu.env(tmp_path))
     try:
         client.start()
-        started, ended, asked, held, raised = _writer_during(tmp_path, 0.3, lambda: client.run(
-            "exact", [64, 64, 64], {}, {}, timeout=2.0, guard=lambda: gpu_lock(False)))
+        started, ended, timed, other, raised = _others_during(tmp_path, lambda: client.run(
+            "exact", [64, 64, 64], {}, {}, timeout=3.0, guard=lambda: gpu_lock(False)))
     finally:
         client.stop()
-    assert held >= started + 2.0
+    assert other >= timed >= ended - 0.05
 
 
-def test_a_start_up_presumed_hung_lets_go_of_the_gpu(tmp_path, monkeypatch):
+def test_a_start_up_presumed_hung_lets_the_other_checks_run(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path / "locks"))
     (tmp_path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
     client = sandbox.SandboxClient("fake_kernels.py:ok", 0, str(tmp_path),
-                                   env=fakegpu.env(tmp_path, FAKEGPU_PREPARE_S="3"))
+                                   env=fakegpu.env(tmp_path, FAKEGPU_PREPARE_S="3.5"))
     try:
-        started, ended, asked, held, raised = _writer_during(tmp_path, 0.3, lambda: client.start(
+        started, ended, timed, other, raised = _others_during(tmp_path, lambda: client.start(
             "64x64x64", lambda: gpu_lock(False), hold_s=0.8))
     finally:
         client.stop()
-    assert raised is None and ended >= started + 3.0  # the start-up ran its 3 s...
-    assert held <= started + 2.0                      # ...without the lock after 0.8 s of it
+    assert raised is None and ended >= started + 3.5  # the start-up ran its 3.5 s...
+    assert other <= started + 2.5 and timed >= ended - 0.05  # ...the check went on, the timing waited
 
 
 def test_a_check_is_presumed_hung_after_the_budget_a_hung_kernel_gets():

@@ -199,7 +199,7 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       if cp /tmp/gemm-class/class-lock.jsonl "$out/" 2>/dev/null && [ ! -f "$out/class.json" ]; then
         python3 tools/lock_log.py "$out/class-lock.jsonl" >> "$out/class.txt" 2>&1
       fi
-      grep -E "^(CLASS|SOLO|AGAIN|RESULT|TARGETS|WHERE|GPU LOCK)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting|alone|draining|held|shared)|DIFFERS|OUT OF" \
+      grep -E "^(CLASS|SOLO|AGAIN|RESULT|TARGETS|WHERE|GPU LOCK)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting|alone|draining|held|shared|presumed)|DIFFERS|OUT OF" \
         "$out/class.txt" | tail -45
       ;;
     course)

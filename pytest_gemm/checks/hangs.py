@@ -42,10 +42,10 @@ HANG_STREAK = 3             # timeouts with no completed check, after which the 
 def presumed_hung_after(flops: float) -> float:
     """Seconds after which a check still running is presumed hung as far as the GPU lock is
     concerned (the budget a kernel that already hung would get: ``HANG_FLOOR_S`` plus its
-    product at ``HANG_RATE_FLOPS``; a start-up: ``flops`` 0). Its shared hold then ends
-    (``checks/sandbox.py``), so that the class's timed checks, and the checks queued behind
-    them, do not wait out its whole timeout; a timed check that then finds the GPU busy steps
-    aside until it is quiet (``measure/quiet.py``)."""
+    product at ``HANG_RATE_FLOPS``; a start-up: ``flops`` 0). Its shared hold then ends and a
+    mark takes its place (``gpu_lock.GpuHold.presume_hung``): timed checks still wait for it to
+    end (a spinning kernel time-slices with a timing, and the quiet probe's short launches did
+    not see it), but the other checks no longer wait behind them."""
     return HANG_FLOOR_S + flops / HANG_RATE_FLOPS
 
 

@@ -124,7 +124,7 @@ class SandboxClient:
         lock (the child reports its waits), so a check delayed by other kernels' timings is
         not charged for them. A wait for the lock is unbounded, as when the parent takes it: every
         holder is bounded by its own timeout. ``release`` ends the parent's hold once the check's
-        own time reaches it. Raises TimeoutError."""
+        own time reaches it (``GpuHold.presume_hung``). Raises TimeoutError."""
         left, waiting = timeout, False
         while True:
             started = time.monotonic()
@@ -294,9 +294,10 @@ class SandboxClient:
         """Run a check in the child; returns the recorded facts or raises what the check raised.
         ``timeout`` bounds the check alone (start-up has its own limits; ``why`` names where the
         limit came from in a timeout's message); ``guard()`` is held while the check runs,
-        ``startup_guard()`` while a new child prepares the kernel, for at most ``hold_s`` and
-        ``startup_hold_s`` seconds when given (a check or start-up still running then is presumed
-        hung: its hold ends, ``gpu_lock.GpuHold.release``, and it runs on without it)."""
+        ``startup_guard()`` while a new child prepares the kernel; a check or start-up still
+        running after ``hold_s`` or ``startup_hold_s`` seconds (when given) is presumed hung
+        (``gpu_lock.GpuHold.presume_hung``: its hold ends, other checks go on, timed checks wait
+        until it ends)."""
         from ..measure.gpu_lock import waited_seconds
 
         shape_text = "x".join(map(str, shape))
@@ -338,16 +339,17 @@ class SandboxClient:
 
 
 class _Release:
-    """Ends a hold (``release()``) once the wait it guards has lasted ``after_s`` seconds."""
+    """Presumes a check (or start-up) hung once the wait for it has lasted ``after_s`` seconds:
+    ``release()`` is the hold's ``GpuHold.presume_hung``."""
 
     def __init__(self, after_s: float, release: Callable[[], None]):
         self.after_s, self.release, self.pending = after_s, release, True
 
     @classmethod
     def of(cls, hold: Any, after_s: float | None) -> "_Release | None":
-        if after_s is None or not callable(getattr(hold, "release", None)):
+        if after_s is None or not callable(getattr(hold, "presume_hung", None)):
             return None
-        return cls(after_s, hold.release)
+        return cls(after_s, hold.presume_hung)
 
     def wait(self, used_s: float, wanted: float | None) -> float | None:
         """How long the next wait may last: ``wanted``, cut at the release; releases when due."""

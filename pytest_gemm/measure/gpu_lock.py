@@ -21,14 +21,17 @@ Time spent waiting for the lock is not the kernel's: ``observe_waits`` tells a k
 child process when it starts and stops waiting, so that its parent stops the check's clock
 meanwhile (``checks/sandbox.py``).
 
-A hold can end before its ``with`` block does (``GpuHold.release``: the parent ends the shared
-hold of a check that has run long enough to be presumed hung, so that one hanging kernel does
-not keep a class's timed checks, and behind them every other check, waiting), and an exclusive
-hold can step aside (``GpuHold.step_aside``: a timed check that finds the GPU busy with work
-outside the lock lets the shared holders run while it waits, instead of stopping them too).
-``PYTEST_GEMM_LOCK_LOG=PATH`` appends one JSON line per hold to PATH (pid, kind, what, and
-when it was asked for, held and released, in seconds since the epoch):
-``tools/lock_log.py`` says from it where a class's GPU time went.
+A check that has run long enough to be presumed hung (``GpuHold.presume_hung``, called by the
+parent: ``checks/sandbox.py``) ends its shared hold but keeps a mark on the GPU (a shared lock
+on a third file, ``running``) until it ends: a timed check that then holds the lock finds the
+mark and steps back out until it is gone, so no timing overlaps a kernel that may be spinning,
+while the other shared holders are no longer queued behind a timed check that waits for it
+(one hanging student held a whole class for its 20 s timeout). A timed check that finds the GPU
+busy with work outside the lock steps aside too (``GpuHold.step_aside``, ``measure/quiet.py``).
+``PYTEST_GEMM_LOCK_LOG=PATH`` appends one JSON line per hold to PATH (pid, kind: ``x`` alone,
+``s`` shared, ``r`` a presumed-hung check's mark; what; and when it was asked for, held and
+released, in seconds since the epoch): ``tools/lock_log.py`` says from it where a class's GPU
+time went.
 """
 from __future__ import annotations
 
@@ -60,6 +63,15 @@ def lock_paths(key: str | None = None, directory: str | None = None) -> tuple[Pa
     return base / f"{name}.lock", base / f"{name}.turnstile"
 
 
+def running_path(key: str | None = None, directory: str | None = None) -> Path:
+    """The mark of the checks presumed hung that still run on a GPU (see the module's docstring)."""
+    lock, _ = lock_paths(key, directory)
+    return lock.with_suffix(".running")
+
+
+RUNNING_PAUSE_S = 1.0  # a timed check that finds a presumed-hung check still running steps out this long
+
+
 def _open(path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -88,43 +100,73 @@ def waited_seconds() -> float:
 
 class GpuHold:
     """One hold of the GPU lock, yielded by ``gpu_lock``. A hold nested in one this process
-    already has (or taken with the lock turned off) owns nothing: ``release`` and
-    ``step_aside`` do nothing there."""
+    already has (or taken with the lock turned off) owns nothing: ``release``, ``presume_hung``
+    and ``step_aside`` do nothing there."""
 
     def __init__(self, exclusive: bool, key: str | None = None, directory: str | None = None,
                  what: str = "", owner: bool = False):
         self.exclusive, self.what, self.owner = exclusive, what, owner
         self.lock_path, self.turnstile_path = lock_paths(key, directory)
+        self.running_path = running_path(key, directory)
         self._fds: tuple[int, int] | None = None
-        self._asked = self._held = 0.0
+        self._running_fd: int | None = None
+        self._asked = self._held = self._presumed = 0.0
 
     @property
     def holding(self) -> bool:
         return self._fds is not None
 
     def acquire(self) -> None:
-        lock_fd, turnstile_fd = _open(self.lock_path), _open(self.turnstile_path)
         self._asked = time.time()
-        try:
-            with _waiting():
-                _lock(self.exclusive, lock_fd, turnstile_fd)
-        except BaseException:
-            os.close(lock_fd)
-            os.close(turnstile_fd)
-            raise
+        with _waiting():
+            while True:
+                lock_fd, turnstile_fd = _open(self.lock_path), _open(self.turnstile_path)
+                try:
+                    _lock(self.exclusive, lock_fd, turnstile_fd)
+                    if not self.exclusive or not _marked_running(self.running_path):
+                        break
+                except BaseException:
+                    os.close(lock_fd)
+                    os.close(turnstile_fd)
+                    raise
+                os.close(lock_fd)  # a check presumed hung still runs: no timing now, the others go on
+                os.close(turnstile_fd)
+                time.sleep(RUNNING_PAUSE_S)
         self._held = time.time()
         self._fds = (lock_fd, turnstile_fd)
         _HELD[self.lock_path] = self.exclusive
 
-    def release(self) -> None:
-        """End the hold now (the ``with`` block's end then releases nothing)."""
+    def _let_go(self) -> None:
         if self._fds is None:
             return
         _HELD.pop(self.lock_path, None)
         for fd in self._fds:
             os.close(fd)  # closing releases the lock
         self._fds = None
-        _log_hold(self, time.time())
+        _log_hold(self, "x" if self.exclusive else "s", self._held, time.time())
+
+    def release(self) -> None:
+        """End the hold now, and a presumed-hung check's mark (the ``with`` block's end then
+        releases nothing)."""
+        self._let_go()
+        if self._running_fd is not None:
+            os.close(self._running_fd)
+            self._running_fd = None
+            _log_hold(self, "r", self._presumed, time.time())
+
+    def presume_hung(self) -> None:
+        """A shared holder's check has run so long that it is presumed hung: end the hold, so that
+        the other shared holders are not queued behind the timed checks waiting for it, but mark
+        the GPU as running it until ``release`` (the ``with`` block's end): timed checks wait
+        for the mark, not the others."""
+        if self._fds is None or not self.owner or self.exclusive:
+            return
+        fd = _open(self.running_path)
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_SH)  # a timed check only tests the mark, for an instant
+        self._running_fd, self._presumed = fd, time.time()
+        self._let_go()
 
     def step_aside(self, pause_s: float) -> bool:
         """Let the others have the GPU for ``pause_s`` seconds, then hold it again as before (the
@@ -132,20 +174,34 @@ class GpuHold:
         owns nothing."""
         if self._fds is None or not self.owner:
             return False
-        self.release()
+        self._let_go()
         with _waiting():
             time.sleep(pause_s)
         self.acquire()
         return True
 
 
-def _log_hold(hold: GpuHold, released: float) -> None:
+def _marked_running(path: Path) -> bool:
+    """Does some check presumed hung still run (a shared lock on ``path``)?"""
+    import fcntl
+
+    fd = _open(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the test's own lock too
+    return False
+
+
+def _log_hold(hold: GpuHold, kind: str, held: float, released: float) -> None:
     path = os.environ.get(LOG_ENV)
     if not path:
         return
-    line = json.dumps({"pid": os.getpid(), "kind": "x" if hold.exclusive else "s", "what": hold.what,
-                       "asked": round(hold._asked, 4), "held": round(hold._held, 4),
-                       "released": round(released, 4)}) + "\n"
+    asked = hold._asked if kind != "r" else held
+    line = json.dumps({"pid": os.getpid(), "kind": kind, "what": hold.what, "asked": round(asked, 4),
+                       "held": round(held, 4), "released": round(released, 4)}) + "\n"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:

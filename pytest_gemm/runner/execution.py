@@ -19,8 +19,9 @@ running the rest of a kernel whose first checks all hung or faulted (ended its p
 (its wait is not counted in its timeout); a new kernel process holds it shared while it
 prepares the kernel (CUDA context, module load), so no timing sees that either. A shared hold
 lasts at most ``hangs.presumed_hung_after`` (3 s plus the product at 20 GFLOP/s): a check
-still running then is presumed hung and runs on without it, so that a hanging kernel does not
-hold up every timed check, and every check queued behind them, for its whole timeout.
+still running then is presumed hung (``gpu_lock.GpuHold.presume_hung``): timed checks wait
+until it ends, as before, but the other checks are no longer queued behind them, so that a
+hanging kernel does not hold up every student's checks for its whole timeout.
 """
 from __future__ import annotations
 
