@@ -55,3 +55,32 @@ def test_check_mode_says_whether_the_readme_is_current(tmp_path):
     assert figures.main([str(tmp_path), "--readme", str(readme), "--check"]) == 1
     assert figures.main([str(tmp_path), "--readme", str(readme)]) == 0
     assert figures.main([str(tmp_path), "--readme", str(readme), "--check"]) == 0
+
+
+def test_the_class_block_says_the_wall_time_the_targets_and_each_kinds_speed_spread(tmp_path):
+    (tmp_path / "meta.json").write_text(json.dumps({"commit": "abcdef1", "date": "2026-12-02", "device": "NVIDIA H200"}))
+    (tmp_path / "class.json").write_text(json.dumps({"students": [
+        {"student": "s000-correct", "score": 93.4, "elapsed_s": 20.0, "fraction_of_cublas": 0.1688},
+        {"student": "s001-correct", "score": 93.5, "elapsed_s": 30.0, "fraction_of_cublas": 0.1690},
+        {"student": "s002-hanging", "score": 0, "elapsed_s": 44.0}]}))
+    (tmp_path / "class.txt").write_text("CLASS: 3 students graded in 50.0 s with --jobs 12 (16.7 s per student)\n"
+                                        "  MISSED  class: 3 students in 50.0 s; target <= 40 s\n"
+                                        "GPU LOCK: 10 holds over 49.0 s\n  alone (timed checks): 2 holds\n"
+                                        "TARGETS (issue 26)\n  MISSED  class: 3 students in 50.0 s; target <= 40 s\n"
+                                        "  MET   alone: 1 students graded again\n")
+    readme = "<!-- figures:class -->\nold\n<!-- /figures:class -->\n"
+    new, done = figures.regenerate(readme, tmp_path)
+    assert done == ["class"] and figures.unproven_blocks(new) == []
+    assert "CLASS: 3 students graded in 50.0 s with --jobs 12" in new
+    assert new.count("**MISSED** class: 3 students in 50.0 s") == 1 and "**MET** alone" in new
+    assert "| correct | 2 | 20.0 to 30.0 | 93.4 to 93.5 | 0.1688 to 0.1690 |" in new
+    assert "| hanging | 1 | 44.0 to 44.0 | 0 to 0 | not timed |" in new
+    assert "GPU LOCK: 10 holds over 49.0 s" in new
+
+
+def test_the_ladder_block_says_how_the_whole_run_went(tmp_path):
+    (tmp_path / "meta.json").write_text(json.dumps({"commit": "abcdef1", "date": "2026-12-02", "device": "NVIDIA H200"}))
+    (tmp_path / "ladder.json").write_text(json.dumps({"schema_version": 2, "device": {}, "roofs": {}, "kernels": []}))
+    (tmp_path / "ladder.txt").write_text("...\n==== 4 failed, 1462 passed, 22 skipped in 353.10s (0:05:53) ====\n")
+    new, done = figures.regenerate("<!-- figures:ladder -->\nold\n<!-- /figures:ladder -->\n", tmp_path)
+    assert done == ["ladder"] and "The run: 4 failed, 1462 passed, 22 skipped in 353.10s (0:05:53)." in new

@@ -56,7 +56,12 @@ def _ladder(folder: Path, meta: dict[str, Any]) -> str | None:
     from ladder_table import DEFAULT_SHAPE, ladder_rows, markdown_table
 
     report = json.loads(path.read_text())
-    return provenance(meta, meta.get("ladder_command", "bash tools/gpu_session.sh ladder")) + "\n\n" \
+    run = ""
+    log = folder / "ladder.txt"
+    if log.is_file():  # pytest's last line: every check of every rung, baseline and broken kernel
+        summary = [line.strip("= ") for line in log.read_text().splitlines() if re.search(r"\d+ passed", line)]
+        run = f"The run: {summary[-1]}.\n\n" if summary else ""
+    return provenance(meta, meta.get("ladder_command", "bash tools/gpu_session.sh ladder")) + "\n\n" + run \
         + markdown_table(ladder_rows(report, DEFAULT_SHAPE), DEFAULT_SHAPE) + "\n"
 
 
@@ -90,17 +95,45 @@ def _class(folder: Path, meta: dict[str, Any]) -> str | None:
     book = json.loads(path.read_text())
     students = _students(book)
     lines = [provenance(meta, meta.get("class_command", "python tools/class_benchmark.py --students 100")), ""]
-    if book.get("wall_s") is not None:
-        lines.append(f"{len(students)} students graded in **{float(book['wall_s']):.1f} s**.")
-    kinds: dict[str, list[float]] = {}
+    log = (folder / "class.txt").read_text().splitlines() if (folder / "class.txt").is_file() else []
+    # tools/class_benchmark.py's own lines: the wall time, the targets, where the GPU's time went
+    said = [line.strip() for line in log if line.startswith("CLASS:")]
+    targets = _last_targets(log)
+    lock = [line.rstrip() for line in log if line.startswith("GPU LOCK") or line.startswith("  alone")
+            or line.startswith("  draining") or line.startswith("  presumed")]
+    lines += said + [""] if said else []
+    lines += [f"- {line}" for line in targets] + [""] if targets else []
+    kinds: dict[str, list[dict[str, Any]]] = {}
     for s in students:
         kind = str(s.get("kind") or re.sub(r"^s\d+-", "", str(s.get("student"))) or "student")
-        kinds.setdefault(kind, []).append(float(s.get("elapsed_s") or 0.0))
+        kinds.setdefault(kind, []).append(s)
     if kinds:
-        lines += ["", "| kind | students | seconds each (min to max) |", "| --- | --- | --- |"]
-        for kind, secs in sorted(kinds.items()):
-            lines.append(f"| {kind} | {len(secs)} | {min(secs):.1f} to {max(secs):.1f} |")
+        lines += ["| kind | students | seconds each | score | x cuBLAS (its speed check) |", "| --- | --- | --- | --- | --- |"]
+        for kind, rows in sorted(kinds.items()):
+            secs = [float(r.get("elapsed_s") or 0.0) for r in rows]
+            scores = [float(r.get("score") or 0.0) for r in rows]
+            speeds = [float(r["fraction_of_cublas"]) for r in rows if isinstance(r.get("fraction_of_cublas"), (int, float))]
+            speed = f"{min(speeds):.4f} to {max(speeds):.4f}" if speeds else "not timed"
+            lines.append(f"| {kind} | {len(rows)} | {min(secs):.1f} to {max(secs):.1f} | "
+                         f"{min(scores):g} to {max(scores):g} | {speed} |")
+    if lock:
+        lines += ["", "```text", *lock, "```"]
     return "\n".join(lines) + "\n"
+
+
+def _last_targets(log: list[str]) -> list[str]:
+    """The MET/MISSED lines of the benchmark's last TARGETS list (or of its first, when cut)."""
+    out: list[str] = []
+    for line in log:
+        if line.startswith("TARGETS"):
+            out = []
+        elif re.match(r"^  (MET|MISSED)\b", line):
+            out.append(re.sub(r"^  (MET|MISSED)\s+", lambda m: f"**{m.group(1)}** ", line))
+    seen: list[str] = []
+    for line in out:
+        if line not in seen:
+            seen.append(line)
+    return seen
 
 
 def _ecosystem_reports(folder: Path) -> list[dict[str, Any]]:

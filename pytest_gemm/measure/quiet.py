@@ -8,7 +8,10 @@ and processes of other users take no lock at all. Another context's work time-sl
 with ours, so a short FMA launch runs at a fraction of the roof measured on a quiet GPU. Before
 timing, the speed check probes until the probe reaches ``QUIET_FRACTION`` of that roof, for at
 most ``QUIET_LIMIT_S``; a timing taken on a GPU that never got quiet is marked, not trusted
-silently.
+silently. It does not see everything: on an H200 (commit 9a292c7) the probe's 5 ms launches read
+0.95 of the roof while a hanging student's endless kernel time-sliced with the GPU and a
+15 ms kernel timed at a third of its speed, so the lock itself keeps timings off the GPU while
+a check presumed hung still runs (``gpu_lock.GpuHold.presume_hung``).
 """
 from __future__ import annotations
 
