@@ -143,3 +143,25 @@ def test_the_course_benchmark_runs_the_readmes_command_and_says_whether_it_met_9
                              "  MET   course: 1 students in 88.0 s with the gradebook's defaults (--jobs 12); "
                              "target <= 90 s"]
     assert not course.summary(book, 90.5, 90.0)[0]
+
+
+def test_the_class_pass_can_log_the_gpu_lock_and_say_where_the_gpu_time_went(tmp_path, monkeypatch):
+    import json
+    import subprocess
+
+    seen: dict = {}
+
+    def run(cmd, check, env):
+        seen["env"] = env
+        out = Path(cmd[cmd.index("--json") + 1])
+        out.write_text(json.dumps({"students": [], "jobs": 12}))
+        Path(env["PYTEST_GEMM_LOCK_LOG"]).write_text(json.dumps(
+            {"pid": 1, "kind": "x", "what": "speed", "asked": 0.0, "held": 0.5, "released": 1.5}) + "\n")
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    log = tmp_path / "class-lock.jsonl"
+    log.write_text("stale\n")  # an earlier pass's log is not mixed in
+    rows, _, jobs = bench.grade(tmp_path, tmp_path / "class.json", None, [], None, log)
+    assert rows == {} and jobs == 12 and seen["env"]["PYTEST_GEMM_LOCK_LOG"] == str(log)
+    assert "alone (timed checks): 1 holds, 1.0 s held (67 % of the span)" in bench.lock_summary(log)
