@@ -20,8 +20,10 @@ compiling, loading) is kept in ``last_start``, a check's lock waits in ``last_lo
 A check that takes the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is not the
 check's time and does not count towards its timeout. ``run`` takes a
 ``guard``, a context manager held only while the check itself runs (the GPU-wide lock of
-``measure/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel. The child's side, its memory release between checks and its
-out-of-memory retry, is ``checks/sandbox_child.py``.
+``measure/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel;
+either is presumed hung after ``hold_s`` / ``startup_hold_s`` (``_PresumeHung``: the hold ends,
+its mark keeps timings off the GPU until the check ends). The child's side, its memory release
+between checks and its out-of-memory retry, is ``checks/sandbox_child.py``.
 
 Test hook: the child runs each check through ``pytest_gemm.checks.dispatch.run_check``,
 or through the function named by the environment variable
@@ -119,18 +121,18 @@ class SandboxClient:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def _check_reply(self, timeout: float, release: _Release | None = None) -> dict[str, Any] | None:
+    def _check_reply(self, timeout: float, hung: _PresumeHung | None = None) -> dict[str, Any] | None:
         """The check's reply; ``timeout`` counts only while the check is not waiting for the GPU
         lock (the child reports its waits), so a check delayed by other kernels' timings is
         not charged for them. A wait for the lock is unbounded, as when the parent takes it: every
-        holder is bounded by its own timeout. ``release`` ends the parent's hold once the check's
-        own time reaches it (``GpuHold.presume_hung``). Raises TimeoutError."""
+        holder is bounded by its own timeout. ``hung`` presumes the check hung (the parent's hold
+        ends, ``GpuHold.presume_hung``) once its own time reaches it. Raises TimeoutError."""
         left, waiting = timeout, False
         while True:
             started = time.monotonic()
             wait = None if waiting else left
-            if release is not None and not waiting:
-                wait = release.wait(timeout - left, wait)
+            if hung is not None and not waiting:
+                wait = hung.wait(timeout - left, wait)
             try:
                 message = self._receive(wait)
             except TimeoutError:
@@ -216,14 +218,14 @@ class SandboxClient:
         return self.proc is not None and self.proc.poll() is None
 
     def _startup_reply(self, what: str, limit: float, shape_text: str,
-                       release: _Release | None = None) -> dict[str, Any]:
+                       hung: _PresumeHung | None = None) -> dict[str, Any]:
         """Wait for the answer to a load or prepare request; its time limit is its own, not a
-        check's (``release`` ends the start-up's hold of the GPU lock when due)."""
+        check's (``hung`` presumes the start-up hung when due)."""
         started = time.monotonic()
         try:
             while True:
                 used = time.monotonic() - started
-                wait = limit - used if release is None else release.wait(used, limit - used)
+                wait = limit - used if hung is None else hung.wait(used, limit - used)
                 try:
                     reply = self._receive(timeout=max(0.0, wait))
                     break
@@ -265,7 +267,7 @@ class SandboxClient:
             except (BrokenPipeError, ConnectionError):
                 raise self._death(shape_text, "preparing the kernel") from None
             prepared = self._startup_reply("preparing the kernel (CUDA initialisation, compiling and loading it)",
-                                           PREPARE_TIMEOUT, shape_text, _Release.of(hold, hold_s))
+                                           PREPARE_TIMEOUT, shape_text, _PresumeHung.of(hold, hold_s))
         start.update((k, round(float(v), 4)) for k, v in (prepared.get("phases") or {}).items())
         start["prepare_s"] = round(float(prepared.get("seconds") or 0.0), 4)
         self.last_start = start
@@ -307,10 +309,10 @@ class SandboxClient:
         with (guard or contextlib.nullcontext)() as hold:
             self.last_lock_wait_s = waited_seconds() - waited
             return self._run_check(check, shape, shape_text, params, options, timeout, why,
-                                   _Release.of(hold, hold_s))
+                                   _PresumeHung.of(hold, hold_s))
 
     def _run_check(self, check: str, shape: list[int], shape_text: str, params: dict[str, Any],
-                   options: dict[str, Any], timeout: float, why: str, release: "_Release | None" = None
+                   options: dict[str, Any], timeout: float, why: str, hung: "_PresumeHung | None" = None
                    ) -> dict[str, Any]:
         since = self._log_size()
         try:
@@ -318,7 +320,7 @@ class SandboxClient:
         except (BrokenPipeError, ConnectionError):  # it died after its last reply
             raise self._death(shape_text, check) from None
         try:
-            reply = self._check_reply(timeout, release)
+            reply = self._check_reply(timeout, hung)
         except TimeoutError:
             self.check_timed_out = True
             self.stop()
@@ -338,26 +340,27 @@ class SandboxClient:
         return _raise(reply) if reply["status"] != "ok" else reply.get("facts", {})
 
 
-class _Release:
+class _PresumeHung:
     """Presumes a check (or start-up) hung once the wait for it has lasted ``after_s`` seconds:
-    ``release()`` is the hold's ``GpuHold.presume_hung``."""
+    ``presume()`` is the hold's ``GpuHold.presume_hung``."""
 
-    def __init__(self, after_s: float, release: Callable[[], None]):
-        self.after_s, self.release, self.pending = after_s, release, True
+    def __init__(self, after_s: float, presume: Callable[[], None]):
+        self.after_s, self.presume, self.pending = after_s, presume, True
 
     @classmethod
-    def of(cls, hold: Any, after_s: float | None) -> "_Release | None":
+    def of(cls, hold: Any, after_s: float | None) -> "_PresumeHung | None":
         if after_s is None or not callable(getattr(hold, "presume_hung", None)):
             return None
         return cls(after_s, hold.presume_hung)
 
     def wait(self, used_s: float, wanted: float | None) -> float | None:
-        """How long the next wait may last: ``wanted``, cut at the release; releases when due."""
+        """How long the next wait may last: ``wanted``, cut where the check is presumed hung;
+        presumes it when due."""
         if not self.pending:
             return wanted
         if used_s >= self.after_s:
             self.pending = False
-            self.release()
+            self.presume()
             return wanted
         left = self.after_s - used_s
         return left if wanted is None else min(wanted, left)
