@@ -129,11 +129,7 @@ def _last_targets(log: list[str]) -> list[str]:
             out = []
         elif re.match(r"^  (MET|MISSED)\b", line):
             out.append(re.sub(r"^  (MET|MISSED)\s+", lambda m: f"**{m.group(1)}** ", line))
-    seen: list[str] = []
-    for line in out:
-        if line not in seen:
-            seen.append(line)
-    return seen
+    return list(dict.fromkeys(out))  # the class's own lines repeat in the final list
 
 
 def _ecosystem_reports(folder: Path) -> list[dict[str, Any]]:

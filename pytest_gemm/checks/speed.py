@@ -28,13 +28,11 @@ from ..kernels.modules import copy_note
 from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
 from ..measure.quiet import busy_marked
+from ..measure.timing import DEFAULT_BUDGET_S
 from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
                              roof_facts, time_cublas, timed_run)
 from ..model.categories import TIMING_ESCAPE, GemmCheckFailure
 from ..model.shapes import Shape, shape_str
-
-DEFAULT_BUDGET_S = 1.0  # measured GPU seconds per timing, the kernel's and cuBLAS's (gemm_speed_budget)
-
 
 def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], None],
                 min_fraction: float | None, budget_s: float = DEFAULT_BUDGET_S, measure_roofs: bool = True) -> None:

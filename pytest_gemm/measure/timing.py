@@ -159,11 +159,12 @@ def release_persisting_l2() -> None:
         pass
 
 
+DEFAULT_BUDGET_S = 1.0  # measured GPU seconds a timing repeats for (the speed check's default; gemm_speed_budget)
 SETTLE_MS = 200.0  # GPU time spent in untimed calls before the first timed one (clocks settle)
 
 
 def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: int = 2,
-             min_repeats: int = 5, max_repeats: int = 100, budget_s: float = 1.0,
+             min_repeats: int = 5, max_repeats: int = 100, budget_s: float = DEFAULT_BUDGET_S,
              before_each: Callable[[], Any] | None = None, settle_ms: float = SETTLE_MS,
              guard_launches: bool = True) -> TimingResult:
     """Time ``fn`` (which launches GPU work) with CUDA events.

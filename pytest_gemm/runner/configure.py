@@ -339,7 +339,7 @@ def _speed_budget(config: pytest.Config) -> float:
     """gemm_speed_budget: the measured GPU seconds each timing of the speed check repeats for
     (default 1). A class on one GPU waits for every student's timing in turn, so a course may
     trade repeats for minutes."""
-    from ..checks.speed import DEFAULT_BUDGET_S
+    from ..measure.timing import DEFAULT_BUDGET_S  # light: no numpy, no CuPy at configure time
 
     text = str(config.getini("gemm_speed_budget") or "").strip()
     if not text:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ..model.contract import GemmKernel
+from ..measure.timing import DEFAULT_BUDGET_S
 from ..model.shapes import Shape
 
 RESULT_PROPERTY = "gemm_result"
@@ -34,7 +35,7 @@ class GemmState:
     cases: dict[Any, list[Any]] = field(default_factory=dict)  # (spec, index) -> its (check, shape, params), collected
     shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
     compile_arches: str = "claimed"    # gemm_compile_arches: claimed, or device (this GPU's only, when there is one)
-    speed_budget_s: float = 1.0        # gemm_speed_budget: measured GPU seconds per timing of the speed check
+    speed_budget_s: float = DEFAULT_BUDGET_S  # gemm_speed_budget: measured GPU seconds per timing of the speed check
     grading: Any = None                                          # gradescope.GradingConfig
     sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
     plot: str | None = None                                      # --gemm-plot path
