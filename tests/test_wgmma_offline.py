@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from suite_helpers import nvrtc_missing
+from suite_helpers import compile_spill_free, nvrtc_missing
 
 import reference_kernels
 from pytest_gemm.model.contract import PyKernel, unsupported_reason
@@ -34,10 +34,8 @@ needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_m
 @pytest.mark.parametrize("precision,stages,cluster", BUILDS, ids=[f"{p}-s{s}-c{c}" for p, s, c in BUILDS])
 @pytest.mark.parametrize("which", ["main", "tail"])
 def test_compiles_for_sm90a_without_spills(precision: str, stages: int, cluster: int, which: str) -> None:
-    from pytest_gemm.kernels.compiler import compile_for_arch
-
     make = wgmma.main_kernel if which == "main" else wgmma.tail_kernel
-    result = compile_for_arch(make(precision, stages, wgmma.GROUP_M, cluster), "sm_90a")
+    result, _ = compile_spill_free(make(precision, stages, wgmma.GROUP_M, cluster), "sm_90a")
     res = result.resources
     assert res.spills == 0 and res.stack_frame == 0, f"{result.kernel_name}: {res}"
     if which == "main":
