@@ -47,15 +47,11 @@ SMEM_PER_BLOCK_OPTIN_SM80 = 163 * 1024
 pc = load_declarations(TOOL, "perf_candidates")
 
 
-
-
 needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
 
 ALL = list(candidates.CANDIDATES.values())
 MMA = candidates.MMA_CANDIDATES
 SGEMM = candidates.SGEMM_CANDIDATES
-
-
 
 
 _PTX: dict[tuple[str, str], str] = {}

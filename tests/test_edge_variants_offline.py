@@ -36,11 +36,7 @@ ec = load_declarations(TOOL, "edge_cost")
 PAIRS = ec.variants()
 
 
-
-
 needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
-
-
 
 
 def _ptx(kernel: CudaKernel, arch: str) -> str:

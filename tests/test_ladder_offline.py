@@ -34,11 +34,7 @@ REGISTERS_PER_SM = 65536
 STATIC_SHARED_LIMIT = 48 * 1024
 
 
-
-
 needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
-
-
 
 
 def _ptx_text(kernel: CudaKernel, arch: str) -> str:
