@@ -124,6 +124,9 @@ def test_wgmma_try_variant_names() -> None:
     assert module.parse_variant("s5g32p") == (5, 32, 1, True)
     assert module.parse_variant("s5g16c2p") == (5, 16, 2, True)
     assert module.fp16_s5g16c2p.name == "wgmma-fp16-s5g16c2p"
+    assert module.bf16_s5g32p.precision == "bf16" and module.bf16_s5g32p.arches == ("sm_90a",)
+    with pytest.raises(AttributeError):
+        module.fp16_nonsense  # noqa: B018
 
 
 @needs_nvrtc
