@@ -50,6 +50,17 @@
 // B tile: each block loads half of it and the copy engine multicasts it into both blocks'
 // shared memory, a third less L2 -> SM traffic; each consumer warp then releases a stage in
 // both blocks, since both producers write into it).
+//
+// Build variant, not the rung (not yet measured on a GPU; NOTES.md "Ping-pong consumers"):
+// WG_PINGPONG=1 gives each consumer warpgroup a tile of its own, 64 x 256, instead of half of a
+// shared 128 x 256 one: consumer 0 takes the block's work items 0, 2, 4, ..., consumer 1 items
+// 1, 3, 5, ..., and their K loops take turns (an mbarrier per consumer says "your turn"), so
+// while one consumer stores its finished tile from registers the other one's wgmma keep the
+// tensor cores busy. Without it every tile ends with both consumers storing and the tensor
+// cores idle (about 3 % of a tile at 4096^3). A stage holds 64 rows of A (8 KB) and the 256
+// columns of B (32 KB); five stages fit. The price: each 64 x 256 tile reads all of B's 256
+// columns, so L2 -> SM traffic per flop is 5/3 of the shared tile's (WG_CLUSTER=2 brings it
+// back: the two blocks of a cluster multicast B).
 
 #ifndef WG_BF16
 #define WG_BF16 0
@@ -63,6 +74,9 @@
 #ifndef WG_CLUSTER
 #define WG_CLUSTER 1
 #endif
+#ifndef WG_PINGPONG
+#define WG_PINGPONG 0
+#endif
 
 #if WG_BF16
 #define WG_TYPE "bf16"
@@ -73,7 +87,7 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-constexpr int BM = 128;                  // block tile rows: two consumer warpgroups of 64
+constexpr int BM = WG_PINGPONG ? 64 : 128;  // tile rows: two consumer warpgroups of 64 (one in ping-pong)
 constexpr int BN = 256;                  // block tile columns: one m64n256k16 per warpgroup
 constexpr int BK = 64;                   // K slice: 64 halves = one 128-byte swizzle row
 constexpr int CONSUMERS = 2;
@@ -86,7 +100,7 @@ constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int B_BOXES_PER_BLOCK = BN / B_BOX / WG_CLUSTER;  // the boxes of B this block loads
 static_assert(WG_CLUSTER == 1 || WG_CLUSTER == 2, "WG_CLUSTER is 1 or 2");
 // Dynamic shared memory the launcher gives (wgmma.py): WG_STAGES * STAGE_BYTES, the
-// 2 * WG_STAGES barriers of 8 bytes, and 1024 bytes of room to align the start.
+// 2 * WG_STAGES barriers of 8 bytes (2 more in ping-pong), and 1024 bytes of room to align the start.
 
 // A CUtensorMap is 128 opaque bytes, 64-byte aligned (cuda.h is not needed for that).
 struct alignas(64) TensorMap {
@@ -109,6 +123,10 @@ __device__ __forceinline__ void mbar_expect_bytes(u32 bar, u32 bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
 }
 
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+
 // Arrive on the barrier at the same offset in every block of the cluster (this one included).
 __device__ __forceinline__ void mbar_arrive_cluster(u32 bar) {
 #if WG_CLUSTER > 1
@@ -122,7 +140,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(u32 bar) {
             "}\n"
             :: "r"(bar), "r"(rank) : "memory");
 #else
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+    mbar_arrive(bar);
 #endif
 }
 
@@ -246,6 +264,15 @@ __device__ __forceinline__ void tile_origin(int item, int items_m, int tiles_n, 
     n0 = (in_group / rows) * BN;
 }
 
+#if WG_PINGPONG
+// Ping-pong: move a consumer's place in the ring past the other consumer's tile (n slices).
+__device__ __forceinline__ void skip_slices(int n, int& stage, u32& phase) {
+    stage += n % WG_STAGES;
+    phase ^= (n / WG_STAGES) & 1;
+    if (stage >= WG_STAGES) { stage -= WG_STAGES; phase ^= 1; }
+}
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // The TMA + wgmma kernel. Grid: WG_CLUSTER x min(work items, clusters that fit at once) blocks
 // of THREADS threads (the launcher sizes it), with the dynamic shared memory above. tensor_a: dims (K, M), box (BK, BM); tensor_b: dims (N, K), box
@@ -267,6 +294,9 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
     const u32 b_tiles = base + WG_STAGES * A_STAGE_BYTES;       // WG_STAGES x B_STAGE_BYTES
     const u32 full_bar = base + WG_STAGES * STAGE_BYTES;        // WG_STAGES x 8 bytes
     const u32 empty_bar = full_bar + WG_STAGES * 8;             // WG_STAGES x 8 bytes
+#if WG_PINGPONG
+    const u32 turn_bar = empty_bar + WG_STAGES * 8;             // 2 x 8 bytes: consumer c's turn
+#endif
 
     const int items_m = (M + BM * WG_CLUSTER - 1) / (BM * WG_CLUSTER);
     const int tiles_n = (N + BN - 1) / BN;
@@ -279,8 +309,12 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);                     // the producer's expect_tx
-            mbar_init(empty_bar + 8 * s, WG_CLUSTER * CONSUMERS * 4);  // each consumer warp of the cluster
+            mbar_init(empty_bar + 8 * s, WG_CLUSTER * (WG_PINGPONG ? 1 : CONSUMERS) * 4);  // each consumer warp of the cluster
         }
+#if WG_PINGPONG
+        mbar_init(turn_bar, 1);
+        mbar_init(turn_bar + 8, 1);
+#endif
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     cluster_sync();  // every block's barriers are ready before anyone copies or arrives
@@ -323,13 +357,27 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
         float d[128];
         int stage = 0;
         u32 phase = 0;
+#if WG_PINGPONG
+        // Consumer c takes every other work item of the block's walk, starting with the c-th;
+        // the ring holds both consumers' slices in walk order, so each skips the other's.
+        u32 turns = 0;  // tiles this consumer has taken
+        if (c == 1) skip_slices(k_slices, stage, phase);
+        for (int item = first_item + c * item_step; item < items; item += 2 * item_step) {
+#else
         for (int item = first_item; item < items; item += item_step) {
+#endif
             int m0, n0;
             tile_origin(item, items_m, tiles_n, rank, m0, n0);
+#if WG_PINGPONG
+            // Our turn comes when the other consumer has issued every wgmma of the tile before
+            // ours. This also keeps us at most one ring phase ahead of the producer, which the
+            // parity waits below need.
+            if (c == 1 || turns > 0) mbar_wait(turn_bar + 8 * c, (turns + c + 1) & 1);
+#endif
             int previous = 0;
             for (int ks = 0; ks < k_slices; ++ks) {
                 mbar_wait(full_bar + 8 * stage, phase);
-                const u32 a = a_tiles + stage * A_STAGE_BYTES + c * 64 * 128;
+                const u32 a = a_tiles + stage * A_STAGE_BYTES + (WG_PINGPONG ? 0 : c * 64 * 128);
                 const u32 b = b_tiles + stage * B_STAGE_BYTES;
                 wgmma_fence();
 #pragma unroll
@@ -345,12 +393,18 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
                 previous = stage;
                 if (++stage == WG_STAGES) { stage = 0; phase ^= 1; }
             }
+#if WG_PINGPONG
+            // Every wgmma of this tile is issued: the other consumer's K loop may start while
+            // ours drain and we store.
+            if (threadIdx.x % 128 == 0) mbar_arrive(turn_bar + 8 * (1 - c));
+            ++turns;
+#endif
             wgmma_wait<0>();
             fence_acc(d);
             if (lane == 0) mbar_arrive_cluster(empty_bar + 8 * previous);
 
             // Epilogue: each thread writes float2 pairs straight from its accumulators.
-            const int row = m0 + c * 64 + warp * 16 + lane / 4;
+            const int row = m0 + (WG_PINGPONG ? 0 : c * 64) + warp * 16 + lane / 4;
             const int col0 = n0 + 2 * (lane % 4);
             const bool inside = m0 + BM <= M && n0 + BN <= N;
 #pragma unroll
@@ -364,6 +418,9 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
                             make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
                 }
             }
+#if WG_PINGPONG
+            skip_slices(k_slices, stage, phase);  // the other consumer's next tile
+#endif
         }
     }
 #if WG_CLUSTER > 1

@@ -33,6 +33,7 @@ TAIL_TILE = 64                         # gemm_wgmma_tail: 64 x 64 tiles of 256 t
 STAGES = 4                             # K slices in the ring (-DWG_STAGES)
 GROUP_M = 16                           # tile rows per group of the persistent walk (-DWG_GROUP_M)
 CLUSTER = 1                            # blocks per cluster sharing (multicasting) B tiles (-DWG_CLUSTER)
+PINGPONG = False                       # build variant: a 64 x 256 tile per consumer, turns (-DWG_PINGPONG)
 
 # cuda.h enum values (CUtensorMapDataType, ...Swizzle, ...L2promotion, ...FloatOOBfill).
 _DTYPE = {"fp16": 6, "bf16": 9}
@@ -41,38 +42,45 @@ _L2_PROMOTION_256B = 3
 _OOB_FILL_ZERO = 0
 
 
-def smem_bytes(stages: int = STAGES) -> int:
-    """Dynamic shared memory of gemm_wgmma: the stages, 2 barriers a stage, 1 KB to align."""
-    return stages * (BM * BK + BK * BN) * 2 + 2 * stages * 8 + 1024
+def tile_rows(pingpong: bool = PINGPONG) -> int:
+    """Rows of gemm_wgmma's tile (and of its TMA box of A): 128, or 64 a consumer in ping-pong."""
+    return BM // 2 if pingpong else BM
 
 
-def _options(precision: str, stages: int, group_m: int, cluster: int) -> tuple[str, ...]:
+def smem_bytes(stages: int = STAGES, pingpong: bool = PINGPONG) -> int:
+    """Dynamic shared memory of gemm_wgmma: the stages, 2 barriers a stage (and the two
+    consumers' turn barriers in ping-pong), 1 KB to align."""
+    return stages * (tile_rows(pingpong) * BK + BK * BN) * 2 + 2 * stages * 8 + (16 if pingpong else 0) + 1024
+
+
+def _options(precision: str, stages: int, group_m: int, cluster: int, pingpong: bool) -> tuple[str, ...]:
     return (f"-DWG_BF16={int(precision == 'bf16')}", f"-DWG_STAGES={stages}", f"-DWG_GROUP_M={group_m}",
-            f"-DWG_CLUSTER={cluster}")
+            f"-DWG_CLUSTER={cluster}") + (("-DWG_PINGPONG=1",) if pingpong else ())
 
 
-def _items(m: int, n: int, cluster: int) -> int:
-    """Work items of gemm_wgmma: ``cluster`` vertically adjacent 128 x 256 tiles each."""
-    return -(-m // (BM * cluster)) * -(-n // BN)
+def _items(m: int, n: int, cluster: int, pingpong: bool = PINGPONG) -> int:
+    """Work items of gemm_wgmma: ``cluster`` vertically adjacent tiles (128 or 64 x 256) each."""
+    return -(-m // (tile_rows(pingpong) * cluster)) * -(-n // BN)
 
 
 def main_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
-                cluster: int = CLUSTER) -> CudaKernel:
+                cluster: int = CLUSTER, pingpong: bool = PINGPONG) -> CudaKernel:
     """gemm_wgmma as a CudaKernel, for compiling (the launcher caps its grid at what fits at once)."""
     return CudaKernel(
         source="wgmma.cu", entry="gemm_wgmma", block=(THREADS,),
-        grid=lambda m, n, k: (cluster * _items(m, n, cluster), 1, 1),
-        precision=precision, min_cc=(9, 0), shared_mem=smem_bytes(stages),
-        options=_options(precision, stages, group_m, cluster), arches=(ARCH,), name=f"wgmma-{precision}-main",
+        grid=lambda m, n, k: (cluster * _items(m, n, cluster, pingpong), 1, 1),
+        precision=precision, min_cc=(9, 0), shared_mem=smem_bytes(stages, pingpong),
+        options=_options(precision, stages, group_m, cluster, pingpong), arches=(ARCH,),
+        name=f"wgmma-{precision}-main",
     )
 
 
 def tail_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
-                cluster: int = CLUSTER) -> CudaKernel:
+                cluster: int = CLUSTER, pingpong: bool = PINGPONG) -> CudaKernel:
     """gemm_wgmma_tail (the path for shapes TMA cannot take) as a CudaKernel."""
     return CudaKernel(
         source="wgmma.cu", entry="gemm_wgmma_tail", block=(256,), tile=(TAIL_TILE, TAIL_TILE),
-        precision=precision, min_cc=(9, 0), options=_options(precision, stages, group_m, cluster),
+        precision=precision, min_cc=(9, 0), options=_options(precision, stages, group_m, cluster, pingpong),
         arches=(ARCH,), name=f"wgmma-{precision}-tail",
     )
 
@@ -138,8 +146,10 @@ class WgmmaLauncher:
     """Writes ``a @ b`` into ``c`` (CuPy arrays, a (M, K) and b (K, N) as float16 or bf16 bit
     patterns in uint16, c (M, N) float32) with gemm_wgmma, or gemm_wgmma_tail where TMA cannot."""
 
-    def __init__(self, precision: str, stages: int = STAGES, group_m: int = GROUP_M, cluster: int = CLUSTER):
+    def __init__(self, precision: str, stages: int = STAGES, group_m: int = GROUP_M, cluster: int = CLUSTER,
+                 pingpong: bool = PINGPONG):
         self.precision, self.stages, self.group_m, self.cluster = precision, stages, group_m, cluster
+        self.pingpong = pingpong
         self._loaded: dict[int, tuple[Any, Any, int]] = {}   # device -> (main, tail, clusters at once)
         self._maps: dict[tuple, TensorMap] = {}
         self._driver: _Driver | None = None
@@ -159,7 +169,7 @@ class WgmmaLauncher:
                 raise RuntimeError(f"wgmma-{self.precision} is built for {ARCH}: it runs on compute "
                                    f"capability 9.0 only, and this GPU is {cc[:-1]}.{cc[-1]}")
             functions = []
-            build = (self.precision, self.stages, self.group_m, self.cluster)
+            build = (self.precision, self.stages, self.group_m, self.cluster, self.pingpong)
             for kernel in (main_kernel(*build), tail_kernel(*build)):
                 compiled = compile_for_arch(kernel, ARCH)
                 path = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{kernel.entry}.cubin"
@@ -167,7 +177,7 @@ class WgmmaLauncher:
                 module = cupy.RawModule(path=str(path))
                 functions.append((module, module.get_function(compiled.lowered_name)))
             main = functions[0][1]
-            main.max_dynamic_shared_size_bytes = smem_bytes(self.stages)
+            main.max_dynamic_shared_size_bytes = smem_bytes(self.stages, self.pingpong)
             self._modules = functions
             self._driver = self._driver or _Driver()
             self._loaded[device.id] = (main, functions[1][1], self._clusters_at_once(main, device))
@@ -180,7 +190,8 @@ class WgmmaLauncher:
         if self.cluster == 1:
             return sms
         assert self._driver is not None
-        config = _LaunchConfig(sms - sms % self.cluster, 1, 1, THREADS, 1, 1, smem_bytes(self.stages), None, None, 0)
+        config = _LaunchConfig(sms - sms % self.cluster, 1, 1, THREADS, 1, 1, smem_bytes(self.stages, self.pingpong),
+                               None, None, 0)
         count = ctypes.c_int(0)
         if self._driver.max_active_clusters(ctypes.byref(count), main.kernel.ptr, ctypes.byref(config)) \
                 or count.value < 1:
@@ -218,16 +229,16 @@ class WgmmaLauncher:
             grid = (-(-n // TAIL_TILE), -(-m // TAIL_TILE), 1)
             tail(grid, (256, 1, 1), (a, b, c, np.int32(m), np.int32(n), np.int32(k)), stream=stream)
             return
-        map_a = self._map(a.data.ptr, m, k, BM, BK)
+        map_a = self._map(a.data.ptr, m, k, tile_rows(self.pingpong), BK)
         map_b = self._map(b.data.ptr, k, n, BK, B_BOX)
-        blocks = self.cluster * min(_items(m, n, self.cluster), at_once)
+        blocks = self.cluster * min(_items(m, n, self.cluster, self.pingpong), at_once)
         c_ptr = ctypes.c_uint64(c.data.ptr)
         dims = [ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
         params = (ctypes.c_void_p * 6)(map_a.address, map_b.address, ctypes.addressof(c_ptr),
                                        *(ctypes.addressof(v) for v in dims))
         assert self._driver is not None
         self._driver.check(
-            self._driver.launch(main.kernel.ptr, blocks, 1, 1, THREADS, 1, 1, smem_bytes(self.stages),
+            self._driver.launch(main.kernel.ptr, blocks, 1, 1, THREADS, 1, 1, smem_bytes(self.stages, self.pingpong),
                                 stream.ptr, params, None),
             f"cuLaunchKernel(gemm_wgmma, {m} x {n} x {k})")
 
@@ -243,4 +254,4 @@ def launch(precision: str, a: Any, b: Any, c: Any) -> None:
 
 
 __all__ = ["WgmmaLauncher", "TensorMap", "main_kernel", "tail_kernel", "smem_bytes", "launch",
-           "ARCH", "STAGES", "GROUP_M", "CLUSTER"]
+           "ARCH", "STAGES", "GROUP_M", "CLUSTER", "PINGPONG", "tile_rows"]

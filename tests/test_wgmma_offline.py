@@ -23,6 +23,10 @@ pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm
 SMEM_PER_BLOCK_OPTIN = 227 * 1024  # sm_90
 BUILDS = [(precision, stages, cluster) for precision in ("fp16", "bf16") for stages in (3, wgmma.STAGES)
           for cluster in (1, 2)]
+# The ping-pong build variant (-DWG_PINGPONG=1, not the rung until a GPU has measured it):
+# 40 KB stages, so 4 or 5 of them; with and without clusters.
+PINGPONG_BUILDS = [(precision, stages, cluster) for precision in ("fp16", "bf16") for stages in (4, 5)
+                   for cluster in (1, 2)]
 
 
 
@@ -42,6 +46,86 @@ def test_compiles_for_sm90a_without_spills(precision: str, stages: int, cluster:
         # 384 threads, one block per SM: the launch cap is 65536 / 384 = 170, rounded to 168.
         assert 0 < res.registers <= 168, res
     assert "warning" not in result.log.lower() or "wgmma" not in result.log.lower(), result.log
+
+
+def _main_entry_ptx(kernel) -> str:
+    """The PTX of gemm_wgmma alone (the module also holds gemm_wgmma_tail)."""
+    from pytest_gemm.kernels.compiler import compile_for_arch
+
+    ptx = compile_for_arch(kernel, "sm_90a", output="ptx").code.decode()
+    body = ptx[ptx.index(".entry gemm_wgmma("):]
+    return body.split(".entry gemm_wgmma_tail")[0]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("precision,stages,cluster", PINGPONG_BUILDS,
+                         ids=[f"{p}-s{s}-c{c}" for p, s, c in PINGPONG_BUILDS])
+def test_pingpong_builds_compile_for_sm90a_without_spills(precision: str, stages: int, cluster: int) -> None:
+    from pytest_gemm.kernels.compiler import compile_for_arch
+
+    kernel = wgmma.main_kernel(precision, stages, wgmma.GROUP_M, cluster, pingpong=True)
+    assert "-DWG_PINGPONG=1" in kernel.options
+    assert kernel.shared_mem == wgmma.smem_bytes(stages, pingpong=True) <= SMEM_PER_BLOCK_OPTIN
+    result = compile_for_arch(kernel, "sm_90a")
+    res = result.resources
+    assert res.spills == 0 and res.stack_frame == 0, f"{result.kernel_name}: {res}"
+    assert 0 < res.registers <= 168, res
+    # No ptxas warning at all: neither wgmma serialisation ("Potential Performance Loss: wgmma.mma_async
+    # instructions are serialized ...") nor an ignored setmaxnreg (C7508).
+    assert "warning" not in result.log.lower() and "serialized" not in result.log, result.log
+    body = _main_entry_ptx(kernel)
+    assert body.count("wgmma.mma_async.sync.aligned.m64n256k16") == 4
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in body and "wgmma.wait_group.sync.aligned 1" in body
+    # Two more barriers than the rung (the consumers' turns), and a third wait (for the turn).
+    assert body.count("mbarrier.init") == 2 * stages + 2
+    assert body.count("mbarrier.try_wait") == 3
+    assert ("multicast::cluster" in body) == (cluster == 2)
+
+
+@needs_nvrtc
+def test_the_rung_is_not_the_pingpong_variant() -> None:
+    body = _main_entry_ptx(wgmma.main_kernel("fp16"))
+    assert body.count("mbarrier.init") == 2 * wgmma.STAGES and body.count("mbarrier.try_wait") == 2
+
+
+def test_the_rung_builds_leave_the_variant_out() -> None:
+    """The shipped rung compiles with the options it was measured with, -DWG_PINGPONG absent."""
+    for rung, precision in zip(reference_kernels.HOPPER_RUNGS, ("fp16", "bf16")):
+        for build in rung.builds:
+            assert build.options == (f"-DWG_BF16={int(precision == 'bf16')}", "-DWG_STAGES=4", "-DWG_GROUP_M=16",
+                                     "-DWG_CLUSTER=1"), build.options
+    assert wgmma.PINGPONG is False and wgmma.smem_bytes() == 4 * 48 * 1024 + 64 + 1024
+
+
+def test_pingpong_shapes() -> None:
+    assert wgmma.tile_rows() == 128 and wgmma.tile_rows(True) == 64
+    for stages in (4, 5):
+        assert wgmma.smem_bytes(stages, pingpong=True) == stages * 40 * 1024 + 16 * stages + 16 + 1024
+    assert wgmma.smem_bytes(5, pingpong=True) <= SMEM_PER_BLOCK_OPTIN < wgmma.smem_bytes(6, pingpong=True)
+    # Work items: 64-row tiles (two of them in a cluster of two) by 256 columns.
+    kernel = wgmma.main_kernel("fp16", 5, 16, 1, pingpong=True)
+    assert kernel.grid(4096, 4096, 4096) == (64 * 16, 1, 1)
+    assert kernel.grid(130, 264, 72) == (3 * 2, 1, 1)
+    assert wgmma.main_kernel("fp16", 5, 16, 2, pingpong=True).grid(130, 264, 72) == (2 * 2 * 2, 1, 1)
+
+
+def test_wgmma_try_variant_names() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "wgmma_try.py"
+    spec = importlib.util.spec_from_file_location("wgmma_try", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.parse_variant("s4g16") == (4, 16, 1, False)
+    assert module.parse_variant("s4g16c2") == (4, 16, 2, False)
+    assert module.parse_variant("s5g32p") == (5, 32, 1, True)
+    assert module.parse_variant("s5g16c2p") == (5, 16, 2, True)
+    assert module.fp16_s5g16c2p.name == "wgmma-fp16-s5g16c2p"
+    assert module.bf16_s5g32p.precision == "bf16" and module.bf16_s5g32p.arches == ("sm_90a",)
+    with pytest.raises(AttributeError):
+        module.fp16_nonsense  # noqa: B018
 
 
 @needs_nvrtc

@@ -1,9 +1,10 @@
 """Check and time builds of the Hopper rung (reference_kernels/wgmma.cu) against cuBLAS, on a GPU.
 
-    python tools/wgmma_try.py [--variants s4g16,s3g16,s4g16c2,...] [--sizes 2048,4096,8192] [--precision fp16]
+    python tools/wgmma_try.py [--variants s4g16,s3g16,s4g16c2,s5g16p,...] [--sizes 2048,4096,8192] [--precision fp16,bf16]
 
-Each variant (sS: WG_STAGES, gG: WG_GROUP_M, cC: WG_CLUSTER, 1 when left out) runs in its own process with a time limit, so a
-hang or a fault in one build costs only that build. In that process: exact-integer inputs at
+Each variant (sS: WG_STAGES, gG: WG_GROUP_M, cC: WG_CLUSTER, 1 when left out, a trailing p:
+WG_PINGPONG=1) runs in its own process with a time limit, so a hang or a fault in one build costs
+only that build. In that process: exact-integer inputs at
 ragged and square shapes compared bit for bit with a float64 reference (C poisoned with NaN
 before every launch), random inputs against the same reference (relative Frobenius error),
 then, only if every check passed, the build, cuBLAS (cublasGemmEx, same precision, fp32 out)
@@ -23,11 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-def parse_variant(variant: str) -> tuple[int, int, int]:
-    """``s4g16c2`` -> (stages 4, group 16, cluster 2); ``c`` is optional."""
-    stages, rest = variant[1:].split("g")
+def parse_variant(variant: str) -> tuple[int, int, int, bool]:
+    """``s4g16c2`` -> (stages 4, group 16, cluster 2, no ping-pong); ``c`` is optional, and a
+    trailing ``p`` asks for the ping-pong consumers: ``s5g16p`` -> (5, 16, 1, True)."""
+    pingpong = variant.endswith("p")
+    stages, rest = variant[1:len(variant) - pingpong].split("g")
     group, _, cluster = rest.partition("c")
-    return int(stages), int(group), int(cluster or 1)
+    return int(stages), int(group), int(cluster or 1), pingpong
 
 
 def variant_kernel(variant: str, precision: str):
@@ -49,12 +52,30 @@ def variant_kernel(variant: str, precision: str):
 fp16_s4g16c2 = variant_kernel("s4g16c2", "fp16")
 bf16_s4g16c2 = variant_kernel("s4g16c2", "bf16")
 
+
+def __getattr__(name: str):
+    """Any other build by name, for the suite: ``tools/wgmma_try.py:bf16_s5g32p``."""
+    precision, _, variant = name.partition("_")
+    if precision in ("fp16", "bf16") and variant.startswith("s"):
+        try:
+            parse_variant(variant)
+        except ValueError:
+            pass
+        else:
+            return variant_kernel(variant, precision)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# The last three: many tiles a block with K slices that are no multiple of the ring's stages
+# (ping-pong consumers skip each other's slices), an odd number of 64-row tiles, ragged edges.
 EXACT_SHAPES = [(1, 1, 1), (17, 33, 65), (64, 64, 64), (128, 256, 64), (130, 264, 72), (1, 4096, 4096),
-                (4096, 8, 8), (257, 520, 1032), (1000, 1000, 1000), (2048, 2048, 2048), (4096, 4096, 4096)]
+                (4096, 8, 8), (257, 520, 1032), (1000, 1000, 1000), (2048, 2048, 2048), (4096, 4096, 4096),
+                (4096, 2048, 104), (3000, 1000, 328), (8191, 776, 200)]
 RANDOM_SHAPES = [(1000, 1000, 1000), (4096, 4096, 4096)]
 
 
-def _inputs(m, n, k, precision, exact, seed):
+def _inputs(m, n, k, precision, exact, seed, reference=True):
+    """A, B (2-byte bit patterns on the GPU) and, with ``reference``, A @ B in float64."""
     import cupy
     import numpy as np
 
@@ -67,6 +88,8 @@ def _inputs(m, n, k, precision, exact, seed):
         b = rng.standard_normal((k, n)).astype(np.float32)
     if precision == "fp16":
         a16, b16 = a.astype(np.float16), b.astype(np.float16)
+        if not reference:
+            return cupy.asarray(a16), cupy.asarray(b16), None
         a_ref, b_ref = a16.astype(np.float64), b16.astype(np.float64)
     else:  # bf16 bit patterns: round to nearest even on the top 16 bits
         def to_bf16(x):
@@ -74,12 +97,14 @@ def _inputs(m, n, k, precision, exact, seed):
             bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
             return bits.astype(np.uint16)
         a16, b16 = to_bf16(a), to_bf16(b)
+        if not reference:
+            return cupy.asarray(a16), cupy.asarray(b16), None
         a_ref = (a16.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         b_ref = (b16.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     return cupy.asarray(a16), cupy.asarray(b16), cupy.asarray(a_ref) @ cupy.asarray(b_ref)
 
 
-def child(variant: str, precision: str, sizes: list[int]) -> dict:
+def child(variant: str, precision: str, sizes: list[int], budget_s: float = 1.0) -> dict:
     import cupy
     import numpy as np
 
@@ -115,7 +140,7 @@ def child(variant: str, precision: str, sizes: list[int]) -> dict:
             del a, b, ref, c
     print(f"[{variant}] blocks (clusters) at once: {launcher._functions()[2]}", flush=True)
     # Same inputs through the launcher twice: bit-identical (determinism).
-    a, b, _ = _inputs(2048, 2048, 2048, precision, False, seed=5)
+    a, b, _ = _inputs(2048, 2048, 2048, precision, False, seed=5, reference=False)
     c1 = cupy.empty((2048, 2048), cupy.float32)
     c2 = cupy.empty((2048, 2048), cupy.float32)
     launcher(a, b, c1)
@@ -132,13 +157,13 @@ def child(variant: str, precision: str, sizes: list[int]) -> dict:
 
     l2 = int(cupy.cuda.runtime.getDeviceProperties(0)["l2CacheSize"])
     for size in sizes:
-        a, b, _ = _inputs(size, size, size, precision, False, seed=size)
+        a, b, _ = _inputs(size, size, size, precision, False, seed=size, reference=False)
         c = cupy.empty((size, size), cupy.float32)
         flops = 2.0 * size ** 3
         # The suite's own timer: L2 flushed, launch guard, settle, median. Ours, cuBLAS, ours again.
-        first = time_gpu(lambda: launcher(a, b, c), flops=flops, l2_bytes=l2)
-        base = time_gpu(lambda: cublas(a, b, c), flops=flops, l2_bytes=l2)
-        again = time_gpu(lambda: launcher(a, b, c), flops=flops, l2_bytes=l2)
+        first = time_gpu(lambda: launcher(a, b, c), flops=flops, l2_bytes=l2, budget_s=budget_s)
+        base = time_gpu(lambda: cublas(a, b, c), flops=flops, l2_bytes=l2, budget_s=budget_s)
+        again = time_gpu(lambda: launcher(a, b, c), flops=flops, l2_bytes=l2, budget_s=budget_s)
         row = {"size": size, "ms": first.median_ms, "ms_again": again.median_ms, "cublas_ms": base.median_ms,
                "tflops": first.tflops, "tflops_again": again.tflops, "cublas_tflops": base.tflops,
                "fraction": base.median_ms / first.median_ms, "fraction_again": base.median_ms / again.median_ms,
@@ -156,12 +181,13 @@ def main() -> None:
     parser.add_argument("--precision", default="fp16")
     parser.add_argument("--sizes", default="2048,4096,8192")
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--budget-s", type=float, default=1.0, help="measured GPU seconds per timing (time_gpu)")
     parser.add_argument("--child", default=None)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.child:
-        result = child(args.child, args.precision, sizes)
+        result = child(args.child, args.precision, sizes, args.budget_s)
         if args.json:
             Path(args.json).write_text(json.dumps(result))
         return
@@ -170,7 +196,7 @@ def main() -> None:
         for precision in args.precision.split(","):
             path = Path(os.environ.get("OUT", "/tmp")) / f"wgmma_{variant}_{precision}.json"
             cmd = [sys.executable, __file__, "--child", variant, "--precision", precision, "--sizes", args.sizes,
-                   "--json", str(path)]
+                   "--json", str(path), "--budget-s", str(args.budget_s)]
             try:
                 proc = subprocess.run(cmd, timeout=args.timeout)
                 status = "rc=%d" % proc.returncode
@@ -179,12 +205,14 @@ def main() -> None:
             res = json.loads(path.read_text()) if path.exists() else {"variant": variant, "precision": precision}
             res["status"] = status
             results.append(res)
-    print("\n=== summary ===")
+    print("\n=== summary (one line per variant and size: ours before / after cuBLAS) ===")
     for res in results:
-        print(res["variant"], res["precision"], res["status"], "passed" if res.get("passed") else "NOT PASSED")
+        verdict = "passed" if res.get("passed") else "NOT PASSED"
+        print(res["variant"], res["precision"], res["status"], verdict)
         for row in res.get("timing", []):
-            print(f"  {row['size']}^3  {row['tflops']:.1f} / {row['tflops_again']:.1f} TFLOP/s  "
-                  f"cuBLAS {row['cublas_tflops']:.1f}  fraction {row['fraction']:.3f} / {row['fraction_again']:.3f}")
+            print(f"{res['variant']:>10} {res['precision']} {row['size']}^3  {row['tflops']:.1f} / "
+                  f"{row['tflops_again']:.1f} TFLOP/s  cuBLAS {row['cublas_tflops']:.1f}  "
+                  f"fraction {row['fraction']:.3f} / {row['fraction_again']:.3f}")
 
 
 if __name__ == "__main__":
