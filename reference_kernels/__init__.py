@@ -145,13 +145,15 @@ mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-f
 
 # The Hopper rung (wgmma.cu): TMA into 128-byte swizzled shared memory, wgmma.mma_async
 # m64n256k16, a 4-stage mbarrier ring, a producer and two consumer warpgroups (setmaxnreg),
-# persistent tiles. Built for sm_90a and claimed on compute capability 9.0 only. A Python
-# launcher (wgmma.py) because TMA needs tensor maps built on the host; it declares the two
-# kernels it builds (builds=), so a machine with no GPU compile-checks them for sm_90a.
+# persistent tiles; problems of at most one wave of tiles run its ping-pong build (5 stages, a
+# 64 x 256 tile per consumer). Built for sm_90a and claimed on compute capability 9.0 only. A
+# Python launcher (wgmma.py) because TMA needs tensor maps built on the host; it declares the
+# three kernels it builds (builds=), so a machine with no GPU compile-checks them for sm_90a.
 
 
 @kernel(precision="fp16", min_cc=(9, 0), arches=("sm_90a",), name="wgmma-fp16",
-        builds=(_wgmma.main_kernel("fp16"), _wgmma.tail_kernel("fp16")))
+        builds=(_wgmma.main_kernel("fp16"), _wgmma.tail_kernel("fp16"),
+                _wgmma.main_kernel("fp16", **_wgmma.ONE_WAVE_BUILD)))
 def wgmma_fp16(a: Any, b: Any, c: Any) -> None:
     """wgmma.cu, fp16 in, fp32 out (TMA + wgmma; a tiled tail path where TMA cannot go)."""
     from .wgmma import launch
@@ -160,7 +162,8 @@ def wgmma_fp16(a: Any, b: Any, c: Any) -> None:
 
 
 @kernel(precision="bf16", min_cc=(9, 0), arches=("sm_90a",), name="wgmma-bf16",
-        builds=(_wgmma.main_kernel("bf16"), _wgmma.tail_kernel("bf16")))
+        builds=(_wgmma.main_kernel("bf16"), _wgmma.tail_kernel("bf16"),
+                _wgmma.main_kernel("bf16", **_wgmma.ONE_WAVE_BUILD)))
 def wgmma_bf16(a: Any, b: Any, c: Any) -> None:
     """wgmma.cu, bf16 in (uint16 bit patterns), fp32 out."""
     from .wgmma import launch

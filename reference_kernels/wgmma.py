@@ -34,6 +34,15 @@ STAGES = 4                             # K slices in the ring (-DWG_STAGES)
 GROUP_M = 16                           # tile rows per group of the persistent walk (-DWG_GROUP_M)
 CLUSTER = 1                            # blocks per cluster sharing (multicasting) B tiles (-DWG_CLUSTER)
 PINGPONG = False                       # build variant: a 64 x 256 tile per consumer, turns (-DWG_PINGPONG)
+# What the rung runs for a problem whose 128 x 256 tiles are at most one per SM (one wave: 2048^3
+# is 128 tiles on the H200's 132 SMs): the ping-pong build with 5 stages. With one tile a block
+# the cooperative build ends on an epilogue that nothing overlaps; in ping-pong one consumer's
+# stores overlap the other's K loop. Measured on the H200 (tools/wgmma_try.py, 2026-12-02, both
+# builds and cuBLAS in one process): 2048^3 0.987 of cuBLAS fp16 and 0.977 bf16, against 0.943
+# and 0.946 for the cooperative build; at 4096^3 and 8192^3 ping-pong was slower (0.89-0.95
+# against 0.97-0.99: each 64-row tile reads all 256 columns of B, 5/3 the L2 traffic a flop), so
+# bigger problems keep the cooperative build.
+ONE_WAVE_BUILD = {"stages": 5, "group_m": GROUP_M, "cluster": 1, "pingpong": True}
 
 # cuda.h enum values (CUtensorMapDataType, ...Swizzle, ...L2promotion, ...FloatOOBfill).
 _DTYPE = {"fp16": 6, "bf16": 9}
@@ -71,7 +80,7 @@ def main_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GR
         grid=lambda m, n, k: (cluster * _items(m, n, cluster, pingpong), 1, 1),
         precision=precision, min_cc=(9, 0), shared_mem=smem_bytes(stages, pingpong),
         options=_options(precision, stages, group_m, cluster, pingpong), arches=(ARCH,),
-        name=f"wgmma-{precision}-main",
+        name=f"wgmma-{precision}-main" + (f"-pingpong-s{stages}" if pingpong else ""),
     )
 
 
@@ -224,8 +233,7 @@ class WgmmaLauncher:
             return
         main, tail, at_once = self._functions()
         stream = cupy.cuda.get_current_stream()
-        tma_ok = k % 8 == 0 and n % 8 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
-        if not tma_ok:
+        if not tma_ok(a, b):
             grid = (-(-n // TAIL_TILE), -(-m // TAIL_TILE), 1)
             tail(grid, (256, 1, 1), (a, b, c, np.int32(m), np.int32(n), np.int32(k)), stream=stream)
             return
@@ -243,15 +251,37 @@ class WgmmaLauncher:
             f"cuLaunchKernel(gemm_wgmma, {m} x {n} x {k})")
 
 
-_LAUNCHERS: dict[str, WgmmaLauncher] = {}
+def tma_ok(a: Any, b: Any) -> bool:
+    """Whether gemm_wgmma can read A and B through TMA: 16-byte row strides (K and N multiples
+    of 8) and 16-byte aligned bases. Otherwise gemm_wgmma_tail runs."""
+    k, n = b.shape
+    return k % 8 == 0 and n % 8 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
+
+
+def one_wave(m: int, n: int, sms: int) -> bool:
+    """Whether the cooperative build's 128 x 256 tiles of an M x N output are at most one per SM."""
+    return _items(m, n, 1) <= sms
+
+
+_LAUNCHERS: dict[tuple[str, bool], WgmmaLauncher] = {}
+_SMS: dict[int, int] = {}   # device -> SM count
 
 
 def launch(precision: str, a: Any, b: Any, c: Any) -> None:
-    """``c = a @ b`` with the default build of the rung for ``precision`` (fp16 or bf16)."""
-    if precision not in _LAUNCHERS:
-        _LAUNCHERS[precision] = WgmmaLauncher(precision)
-    _LAUNCHERS[precision](a, b, c)
+    """``c = a @ b`` with the rung for ``precision`` (fp16 or bf16): the ping-pong build
+    (ONE_WAVE_BUILD) for a one-wave problem that TMA can read, the cooperative build otherwise
+    (its tail kernel for the shapes TMA cannot take)."""
+    import cupy
+
+    device = cupy.cuda.Device().id
+    if device not in _SMS:
+        _SMS[device] = int(cupy.cuda.Device(device).attributes["MultiProcessorCount"])
+    small = a.ndim == 2 and b.ndim == 2 and tma_ok(a, b) and one_wave(a.shape[0], b.shape[1], _SMS[device])
+    if (precision, small) not in _LAUNCHERS:
+        _LAUNCHERS[precision, small] = WgmmaLauncher(precision, **ONE_WAVE_BUILD) if small \
+            else WgmmaLauncher(precision)
+    _LAUNCHERS[precision, small](a, b, c)
 
 
 __all__ = ["WgmmaLauncher", "TensorMap", "main_kernel", "tail_kernel", "smem_bytes", "launch",
-           "ARCH", "STAGES", "GROUP_M", "CLUSTER", "PINGPONG", "tile_rows"]
+           "ARCH", "STAGES", "GROUP_M", "CLUSTER", "PINGPONG", "ONE_WAVE_BUILD", "tile_rows", "tma_ok", "one_wave"]

@@ -88,13 +88,34 @@ def test_the_rung_is_not_the_pingpong_variant() -> None:
     assert body.count("mbarrier.init") == 2 * wgmma.STAGES and body.count("mbarrier.try_wait") == 2
 
 
-def test_the_rung_builds_leave_the_variant_out() -> None:
-    """The shipped rung compiles with the options it was measured with, -DWG_PINGPONG absent."""
+def test_the_rung_builds_are_the_measured_ones() -> None:
+    """The shipped rung compiles with the options it was measured with: the cooperative build
+    (-DWG_PINGPONG absent) and its tail, and the one-wave ping-pong build with 5 stages."""
     for rung, precision in zip(reference_kernels.HOPPER_RUNGS, ("fp16", "bf16")):
-        for build in rung.builds:
-            assert build.options == (f"-DWG_BF16={int(precision == 'bf16')}", "-DWG_STAGES=4", "-DWG_GROUP_M=16",
-                                     "-DWG_CLUSTER=1"), build.options
+        common = (f"-DWG_BF16={int(precision == 'bf16')}",)
+        cooperative = common + ("-DWG_STAGES=4", "-DWG_GROUP_M=16", "-DWG_CLUSTER=1")
+        pingpong = common + ("-DWG_STAGES=5", "-DWG_GROUP_M=16", "-DWG_CLUSTER=1", "-DWG_PINGPONG=1")
+        assert [b.options for b in rung.builds] == [cooperative, cooperative, pingpong]
     assert wgmma.PINGPONG is False and wgmma.smem_bytes() == 4 * 48 * 1024 + 64 + 1024
+
+
+def test_one_wave_problems_go_to_the_pingpong_build() -> None:
+    """The cooperative build's 128 x 256 tiles at most one per SM: 2048^3 is 128 tiles, one wave
+    on the H200's 132 SMs, not on an H100 PCIe's 114; 4096^3 (512 tiles) never is."""
+    assert wgmma.one_wave(2048, 2048, 132) and not wgmma.one_wave(2048, 2048, 114)
+    assert not wgmma.one_wave(4096, 4096, 132) and not wgmma.one_wave(2049, 2048, 132)  # 17 x 8 tiles
+    assert wgmma.one_wave(1, 1, 1) and wgmma.one_wave(128 * 11, 256 * 12, 132)
+
+
+def test_tma_ok_wants_16_byte_rows_and_bases() -> None:
+    class Fake:  # the attributes tma_ok reads of a CuPy array
+        def __init__(self, shape, ptr):
+            self.shape, self.data = shape, type("Memory", (), {"ptr": ptr})()
+
+    a = Fake((64, 64), 256)
+    assert wgmma.tma_ok(a, Fake((64, 64), 512))
+    assert not wgmma.tma_ok(a, Fake((64, 60), 512)) and not wgmma.tma_ok(a, Fake((60, 64), 512))
+    assert not wgmma.tma_ok(Fake((64, 64), 258), Fake((64, 64), 512)) and not wgmma.tma_ok(a, Fake((64, 64), 520))
 
 
 def test_pingpong_shapes() -> None:

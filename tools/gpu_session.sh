@@ -16,7 +16,7 @@
 #   bash tools/gpu_session.sh diagnose  # why medians move between processes: fidelity with clocks sampled for
 #                                       # cuBLAS fp32/fp16 and our rungs, cuBLAS's kernel per process (ncu),
 #                                       # the tensor candidates  ~4 min
-#   bash tools/gpu_session.sh sizes     # the top rungs and cuBLAS ranked at 2048^3 and 8192^3  ~1 min
+#   bash tools/gpu_session.sh sizes     # the top rungs (warptile, mma-fp16, wgmma) and cuBLAS ranked at 2048^3 and 8192^3  ~2 min
 #   bash tools/gpu_session.sh verdicts  # one root cause per kernel (tests/test_verdicts_gpu.py)  ~4 min
 #   bash tools/gpu_session.sh hang      # a hanging student graded with default options (goal: < 60 s)
 #   bash tools/gpu_session.sh scale     # 64 kernels in one -n 4 session, speed checks, no GPU lock  ~3 min
@@ -145,8 +145,8 @@ for stage in "$@"; do
       ;;
     sizes)
       for size in 2048 8192; do
-        walled "ranking at $size" 90 python3 -m pytest --pyargs conformance -q -p no:cacheprovider --gemm-bench-shape $size \
-          -k "speed-warptile or speed-mma-fp16 or speed-cublas-fp32 or speed-cublas-fp16" 2>&1 | grep -E "^ +[0-9]+ |rank|passed|failed"
+        walled "ranking at $size" 150 python3 -m pytest --pyargs conformance -q -p no:cacheprovider --gemm-bench-shape $size \
+          -k "speed-warptile or speed-mma-fp16 or speed-wgmma or speed-cublas" 2>&1 | grep -E "^ +[0-9]+ |rank|passed|failed"
       done | tee "$out/sizes.txt"
       ;;
     diagnose)

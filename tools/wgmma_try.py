@@ -108,7 +108,7 @@ def child(variant: str, precision: str, sizes: list[int], budget_s: float = 1.0)
     import cupy
     import numpy as np
 
-    from reference_kernels.cublas import cublas_bf16, cublas_fp16
+    from pytest_gemm.measure.cublas import cublas_bf16, cublas_fp16
     from reference_kernels.wgmma import WgmmaLauncher
 
     launcher = WgmmaLauncher(precision, *parse_variant(variant))
