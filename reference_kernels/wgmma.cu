@@ -29,6 +29,15 @@
 //     numbered in groups of WG_GROUP_M tile rows so that the blocks working at the same time
 //     share rows of A and columns of B in L2. The producer runs up to WG_STAGES slices ahead,
 //     across tile boundaries, so the next tile's loads overlap this tile's epilogue.
+//  6. The epilogue leaves through the copy engine too (WG_STORE_BUFFERS=2): each consumer writes
+//     its 64 x 256 fp32 block into shared memory one 64 x 32 box at a time (two 8 KB buffers,
+//     128-byte swizzled so a warp's stores hit every bank evenly) and one thread hands each box
+//     to a TMA store (cp.async.bulk.tensor, shared -> global). The consumers then go straight
+//     on to the next tile's wgmma while the copy engine writes C; before, every tile ended with
+//     both consumers storing 128 KB from registers while the tensor cores idled. Measured on the
+//     H200 (2026-12-02, the suite's speed check, cuBLAS of the same precision in the same test):
+//     4096^3 0.964 -> 1.004 of cuBLAS fp16 and 0.966 -> 1.001 bf16; 8192^3 0.995 -> 1.006 fp16
+//     and 0.993 -> 1.009 bf16 (reference_kernels/NOTES.md, "TMA-store epilogue").
 //
 // Shared memory layouts (both are what TMA's 128-byte swizzle writes and what wgmma's 128-byte
 // swizzle mode reads; every stage buffer is 1024-byte aligned, the swizzle pattern's period):
@@ -41,7 +50,7 @@
 //    start 2048 bytes further.
 //
 // Requirements of the TMA path, checked by the launcher (wgmma.py): K and N multiples of 8
-// (TMA wants 16-byte row strides) and 16-byte aligned A and B. Other shapes go to
+// (TMA wants 16-byte row strides) and 16-byte aligned A, B and C. Other shapes go to
 // gemm_wgmma_tail below, a plain shared-memory tiled kernel that is correct for any shape.
 //
 // Parameters (-D): WG_BF16 (0: fp16, 1: bf16 inputs), WG_STAGES (K slices in the ring; four
@@ -49,22 +58,25 @@
 // WG_CLUSTER (1, or 2: clusters of two blocks on vertically adjacent tiles, which share their
 // B tile: each block loads half of it and the copy engine multicasts it into both blocks'
 // shared memory, a third less L2 -> SM traffic; each consumer warp then releases a stage in
-// both blocks, since both producers write into it).
+// both blocks, since both producers write into it), WG_STORE_BUFFERS (0: C stored from the
+// accumulators with float2 stores, no tensor map of C; N: the TMA-store epilogue through N 8 KB
+// boxes a consumer; 4 stages leave room for 2, 3 stages for up to 5, no faster: NOTES.md).
 //
-// The one-wave build (WG_PINGPONG=1; the launcher runs it when the 128 x 256 tiles are at most
-// one per SM, e.g. 2048^3 on 132 SMs; NOTES.md "Ping-pong consumers"): WG_PINGPONG=1 gives each consumer warpgroup a tile of its own, 64 x 256, instead of half of a
+// The one-wave build (WG_PINGPONG=1, WG_STAGES=5, WG_STORE_BUFFERS=0; the launcher runs it when
+// the 128 x 256 tiles are at most one per SM, e.g. 2048^3 on 132 SMs; NOTES.md "Ping-pong
+// consumers"): each consumer warpgroup gets a tile of its own, 64 x 256, instead of half of a
 // shared 128 x 256 one: consumer 0 takes the block's work items 0, 2, 4, ..., consumer 1 items
 // 1, 3, 5, ..., and their K loops take turns (an mbarrier per consumer says "your turn"), so
 // while one consumer stores its finished tile from registers the other one's wgmma keep the
-// tensor cores busy. Without it every tile ends with both consumers storing and the tensor
-// cores idle (about 3 % of a tile at 4096^3). A stage holds 64 rows of A (8 KB) and the 256
-// columns of B (32 KB); five stages fit. The price: each 64 x 256 tile reads all of B's 256
-// columns, so L2 -> SM traffic per flop is 5/3 of the shared tile's (WG_CLUSTER=2 brings it
-// back: the two blocks of a cluster multicast B). Measured on the H200 (2026-12-02, against
-// cuBLAS in the same process): 2048^3, one tile a block, 0.987 of cuBLAS fp16 (0.943 with the
-// shared tile); 4096^3 0.90-0.92 (0.976 with the shared tile): once blocks have several tiles
-// the extra B traffic costs more than the hidden epilogue saves, so big problems keep the
-// shared 128 x 256 tile.
+// tensor cores busy. With one tile a block nothing else could overlap the end of the tile: the
+// TMA store above overlaps the *next* tile's wgmma, and there is none. A stage holds 64 rows of
+// A (8 KB) and the 256 columns of B (32 KB); five stages fit. The price: each 64 x 256 tile
+// reads all of B's 256 columns, so L2 -> SM traffic per flop is 5/3 of the shared tile's
+// (WG_CLUSTER=2 brings it back: the two blocks of a cluster multicast B). Measured on the H200
+// (2026-12-02, against cuBLAS in the same process): 2048^3, one tile a block, 0.987 of cuBLAS
+// fp16 (0.943 with the shared tile and stores from registers); 4096^3 0.90-0.92 (0.976 with
+// the shared tile): once blocks have several tiles the extra B traffic costs more than the
+// hidden epilogue saves, so big problems keep the shared 128 x 256 tile.
 
 #ifndef WG_BF16
 #define WG_BF16 0
@@ -80,6 +92,9 @@
 #endif
 #ifndef WG_PINGPONG
 #define WG_PINGPONG 0
+#endif
+#ifndef WG_STORE_BUFFERS
+#define WG_STORE_BUFFERS 2
 #endif
 
 #if WG_BF16
@@ -103,7 +118,15 @@ constexpr int B_STAGE_BYTES = BK * BN * 2;               // 32 KB
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int B_BOXES_PER_BLOCK = BN / B_BOX / WG_CLUSTER;  // the boxes of B this block loads
 static_assert(WG_CLUSTER == 1 || WG_CLUSTER == 2, "WG_CLUSTER is 1 or 2");
-// Dynamic shared memory the launcher gives (wgmma.py): WG_STAGES * STAGE_BYTES, the
+#if WG_STORE_BUFFERS
+// The TMA-store epilogue: each consumer stages its 64 x 256 fp32 block in boxes of 64 rows x 32
+// columns (128 bytes a row: one swizzle row) through WG_STORE_BUFFERS buffers of its own.
+constexpr int C_BOX_COLS = 32;
+constexpr int C_BOX_BYTES = 64 * C_BOX_COLS * 4;         // 8 KB
+constexpr int C_BUFFERS = WG_STORE_BUFFERS;
+constexpr int C_STAGE_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES;  // after the stages
+#endif
+// Dynamic shared memory the launcher gives (wgmma.py): WG_STAGES * STAGE_BYTES, C_STAGE_BYTES, the
 // 2 * WG_STAGES barriers of 8 bytes (2 more in ping-pong), and 1024 bytes of room to align the start.
 
 // A CUtensorMap is 128 opaque bytes, 64-byte aligned (cuda.h is not needed for that).
@@ -199,6 +222,34 @@ __device__ __forceinline__ void tma_load_multicast(u32 dst, const TensorMap* map
            "h"(static_cast<unsigned short>((1 << WG_CLUSTER) - 1)) : "memory");
 }
 
+#if WG_STORE_BUFFERS
+// The epilogue's TMA store: a box of fp32 from shared memory to C at (c0 innermost, c1). The
+// copy engine clips the box at C's edges, so ragged M and N write nothing outside C.
+__device__ __forceinline__ void tma_store(const TensorMap* map, u32 src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(src) : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+// Wait until at most N of this thread's stores still read their shared-memory source.
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+}
+
+// Wait until every store of this thread has written C.
+__device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
+// The 128 threads of consumer c only (named barrier 1 + c; 0 is __syncthreads').
+__device__ __forceinline__ void consumer_sync(int c) {
+    asm volatile("bar.sync %0, 128;" :: "r"(1 + c) : "memory");
+}
+
+__device__ __forceinline__ void st_shared_f2(u32 addr, float x, float y) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(addr), "f"(x), "f"(y) : "memory");
+}
+#endif
+
 // wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets (all
 // in 16-byte units) and the swizzle mode (1 = 128-byte swizzle) in bits 62-63.
 __device__ __forceinline__ u64 smem_desc(u32 addr, u32 lbo, u32 sbo) {
@@ -290,13 +341,21 @@ __device__ __forceinline__ void skip_slices(int n, int& stage, u32& phase) {
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) WG_CLUSTER_DIMS
 gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ TensorMap tensor_b,
+#if WG_STORE_BUFFERS
+           const __grid_constant__ TensorMap tensor_c,
+#endif
            float* __restrict__ C, int M, int N, int K)
 {
     extern __shared__ unsigned char smem_raw[];
     const u32 base = (smem_addr(smem_raw) + 1023) & ~1023u;
     const u32 a_tiles = base;                                   // WG_STAGES x A_STAGE_BYTES
     const u32 b_tiles = base + WG_STAGES * A_STAGE_BYTES;       // WG_STAGES x B_STAGE_BYTES
+#if WG_STORE_BUFFERS
+    const u32 c_stage = base + WG_STAGES * STAGE_BYTES;         // C_STAGE_BYTES: the epilogue's boxes
+    const u32 full_bar = c_stage + C_STAGE_BYTES;               // WG_STAGES x 8 bytes
+#else
     const u32 full_bar = base + WG_STAGES * STAGE_BYTES;        // WG_STAGES x 8 bytes
+#endif
     const u32 empty_bar = full_bar + WG_STAGES * 8;             // WG_STAGES x 8 bytes
 #if WG_PINGPONG
     const u32 turn_bar = empty_bar + WG_STAGES * 8;             // 2 x 8 bytes: consumer c's turn
@@ -407,6 +466,40 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
             fence_acc(d);
             if (lane == 0) mbar_arrive_cluster(empty_bar + 8 * previous);
 
+#if WG_STORE_BUFFERS
+            // Epilogue through shared memory: the consumer's 64 x 256 block leaves in 8 boxes of
+            // 64 x 32, each written into a staging buffer in the 128-byte swizzled layout (row r's
+            // 16-byte chunk i sits at chunk i ^ (r % 8): a warp's float2 stores hit every bank
+            // evenly) and stored by the copy engine, which then writes C while the consumers go on
+            // to the next tile's wgmma. Only the last boxes of the last tile are waited for.
+            {
+                const u32 buffers = c_stage + c * C_BUFFERS * C_BOX_BYTES;
+                const int r0 = warp * 16 + lane / 4;   // this thread's rows in the box: r0, r0 + 8
+#pragma unroll
+                for (int box = 0; box < BN / C_BOX_COLS; ++box) {
+                    const u32 buf = buffers + (box % C_BUFFERS) * C_BOX_BYTES;
+                    // The store that used this buffer C_BUFFERS boxes ago has read it.
+                    if (threadIdx.x % 128 == 0) tma_store_wait_read<C_BUFFERS - 1>();
+                    consumer_sync(c);
+#pragma unroll
+                    for (int jj = 0; jj < C_BOX_COLS / 8; ++jj) {
+                        const int j = box * (C_BOX_COLS / 8) + jj;
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            const int r = r0 + 8 * h;
+                            const u32 chunk = static_cast<u32>(2 * jj + (lane % 4) / 2) ^ static_cast<u32>(r % 8);
+                            st_shared_f2(buf + r * 128 + chunk * 16 + 8 * (lane % 2), d[4 * j + 2 * h],
+                                         d[4 * j + 2 * h + 1]);
+                        }
+                    }
+                    // Our stores must be visible to the copy engine (the async proxy) before it reads.
+                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                    consumer_sync(c);
+                    if (threadIdx.x % 128 == 0)
+                        tma_store(&tensor_c, buf, n0 + box * C_BOX_COLS, m0 + (WG_PINGPONG ? 0 : c * 64));
+                }
+            }
+#else
             // Epilogue: each thread writes float2 pairs straight from its accumulators.
             const int row = m0 + (WG_PINGPONG ? 0 : c * 64) + warp * 16 + lane / 4;
             const int col0 = n0 + 2 * (lane % 4);
@@ -422,10 +515,15 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
                             make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
                 }
             }
+#endif
 #if WG_PINGPONG
             skip_slices(k_slices, stage, phase);  // the other consumer's next tile
 #endif
         }
+#if WG_STORE_BUFFERS
+        // Shared memory must outlive the copies that read it, and C be written when we finish.
+        if (threadIdx.x % 128 == 0) tma_store_wait_all();
+#endif
     }
 #if WG_CLUSTER > 1
     // No block leaves while the other may still arrive on its barriers.

@@ -13,8 +13,10 @@ launches itself:
   version (CuPy 13/14 cannot pass a 128-byte struct by value, and cuda.bindings' driver module
   may be missing or of another major than the driver's). Launches go on CuPy's current stream.
 
-Shapes the TMA path cannot take (K or N not a multiple of 8: TMA needs 16-byte row strides;
-A or B not 16-byte aligned) run ``gemm_wgmma_tail``, a plain tiled kernel in the same file.
+The cooperative build also stores C with TMA (its epilogue, ``STORE_BUFFERS``), so it gets a
+third tensor map, of C in fp32. Shapes the TMA path cannot take (K or N not a multiple of 8: TMA
+needs 16-byte row strides; A, B or C not 16-byte aligned) run ``gemm_wgmma_tail``, a plain tiled
+kernel in the same file.
 
 CuPy and ctypes' driver calls are reached only when a launcher is called, so importing this
 module never touches CUDA.
@@ -28,24 +30,30 @@ from pytest_gemm.model.contract import CudaKernel
 
 ARCH = "sm_90a"
 BM, BN, BK, B_BOX = 128, 256, 64, 64   # block tile, K slice, TMA box width of B (wgmma.cu)
+C_BOX_COLS = 32                        # fp32 columns of a TMA-store box of C (wgmma.cu)
 THREADS = 384                          # one producer and two consumer warpgroups
 TAIL_TILE = 64                         # gemm_wgmma_tail: 64 x 64 tiles of 256 threads
 STAGES = 4                             # K slices in the ring (-DWG_STAGES)
 GROUP_M = 16                           # tile rows per group of the persistent walk (-DWG_GROUP_M)
 CLUSTER = 1                            # blocks per cluster sharing (multicasting) B tiles (-DWG_CLUSTER)
 PINGPONG = False                       # build variant: a 64 x 256 tile per consumer, turns (-DWG_PINGPONG)
+STORE_BUFFERS = 2                      # the epilogue: C through N shared 64 x 32 boxes a consumer and TMA
+                                       # stores; 0: from registers, float2 stores (-DWG_STORE_BUFFERS)
+C_BOX_BYTES = 64 * 32 * 4              # one box of the TMA-store epilogue (wgmma.cu)
 # What the rung runs for a problem whose 128 x 256 tiles are at most one per SM (one wave: 2048^3
 # is 128 tiles on the H200's 132 SMs): the ping-pong build with 5 stages. With one tile a block
 # the cooperative build ends on an epilogue that nothing overlaps; in ping-pong one consumer's
 # stores overlap the other's K loop. Measured on the H200 (tools/wgmma_try.py, 2026-12-02, both
 # builds and cuBLAS in one process): 2048^3 0.987 of cuBLAS fp16 and 0.977 bf16, against 0.943
-# and 0.946 for the cooperative build; at 4096^3 and 8192^3 ping-pong was slower (0.89-0.95
+# and 0.946 for the cooperative build as it was then (C stored from registers; its TMA store
+# overlaps the next tile, and here there is none: not measured at 2048^3); at 4096^3 and 8192^3 ping-pong was slower (0.89-0.95
 # against 0.97-0.99: each 64-row tile reads all 256 columns of B, 5/3 the L2 traffic a flop), so
 # bigger problems keep the cooperative build.
-ONE_WAVE_BUILD = {"stages": 5, "group_m": GROUP_M, "cluster": 1, "pingpong": True}
+ONE_WAVE_BUILD = {"stages": 5, "group_m": GROUP_M, "cluster": 1, "pingpong": True, "store_buffers": 0}
 
 # cuda.h enum values (CUtensorMapDataType, ...Swizzle, ...L2promotion, ...FloatOOBfill).
-_DTYPE = {"fp16": 6, "bf16": 9}
+_DTYPE = {"fp16": 6, "bf16": 9, "fp32": 7}
+_ITEMSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
 _SWIZZLE_128B = 3
 _L2_PROMOTION_256B = 3
 _OOB_FILL_ZERO = 0
@@ -56,15 +64,18 @@ def tile_rows(pingpong: bool = PINGPONG) -> int:
     return BM // 2 if pingpong else BM
 
 
-def smem_bytes(stages: int = STAGES, pingpong: bool = PINGPONG) -> int:
-    """Dynamic shared memory of gemm_wgmma: the stages, 2 barriers a stage (and the two
-    consumers' turn barriers in ping-pong), 1 KB to align."""
-    return stages * (tile_rows(pingpong) * BK + BK * BN) * 2 + 2 * stages * 8 + (16 if pingpong else 0) + 1024
+def smem_bytes(stages: int = STAGES, pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS) -> int:
+    """Dynamic shared memory of gemm_wgmma: the stages, the TMA-store epilogue's staging buffers,
+    2 barriers a stage (and the two consumers' turn barriers in ping-pong), 1 KB to align."""
+    return (stages * (tile_rows(pingpong) * BK + BK * BN) * 2 + 2 * store_buffers * C_BOX_BYTES
+            + 2 * stages * 8 + (16 if pingpong else 0) + 1024)
 
 
-def _options(precision: str, stages: int, group_m: int, cluster: int, pingpong: bool) -> tuple[str, ...]:
+def _options(precision: str, stages: int, group_m: int, cluster: int, pingpong: bool,
+             store_buffers: int = 0) -> tuple[str, ...]:
     return (f"-DWG_BF16={int(precision == 'bf16')}", f"-DWG_STAGES={stages}", f"-DWG_GROUP_M={group_m}",
-            f"-DWG_CLUSTER={cluster}") + (("-DWG_PINGPONG=1",) if pingpong else ())
+            f"-DWG_CLUSTER={cluster}") + (("-DWG_PINGPONG=1",) if pingpong else ()) \
+        + (f"-DWG_STORE_BUFFERS={store_buffers}",)
 
 
 def _items(m: int, n: int, cluster: int, pingpong: bool = PINGPONG) -> int:
@@ -73,23 +84,24 @@ def _items(m: int, n: int, cluster: int, pingpong: bool = PINGPONG) -> int:
 
 
 def main_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
-                cluster: int = CLUSTER, pingpong: bool = PINGPONG) -> CudaKernel:
+                cluster: int = CLUSTER, pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS) -> CudaKernel:
     """gemm_wgmma as a CudaKernel, for compiling (the launcher caps its grid at what fits at once)."""
     return CudaKernel(
         source="wgmma.cu", entry="gemm_wgmma", block=(THREADS,),
         grid=lambda m, n, k: (cluster * _items(m, n, cluster, pingpong), 1, 1),
-        precision=precision, min_cc=(9, 0), shared_mem=smem_bytes(stages, pingpong),
-        options=_options(precision, stages, group_m, cluster, pingpong), arches=(ARCH,),
-        name=f"wgmma-{precision}-main" + (f"-pingpong-s{stages}" if pingpong else ""),
+        precision=precision, min_cc=(9, 0), shared_mem=smem_bytes(stages, pingpong, store_buffers),
+        options=_options(precision, stages, group_m, cluster, pingpong, store_buffers), arches=(ARCH,),
+        name=f"wgmma-{precision}-main" + (f"-pingpong-s{stages}" if pingpong else "")
+        + (f"-store-b{store_buffers}" if store_buffers != (0 if pingpong else STORE_BUFFERS) else ""),
     )
 
 
 def tail_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
-                cluster: int = CLUSTER, pingpong: bool = PINGPONG) -> CudaKernel:
+                cluster: int = CLUSTER, pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS) -> CudaKernel:
     """gemm_wgmma_tail (the path for shapes TMA cannot take) as a CudaKernel."""
     return CudaKernel(
         source="wgmma.cu", entry="gemm_wgmma_tail", block=(256,), tile=(TAIL_TILE, TAIL_TILE),
-        precision=precision, min_cc=(9, 0), options=_options(precision, stages, group_m, cluster, pingpong),
+        precision=precision, min_cc=(9, 0), options=_options(precision, stages, group_m, cluster, pingpong, store_buffers),
         arches=(ARCH,), name=f"wgmma-{precision}-tail",
     )
 
@@ -135,18 +147,19 @@ class _Driver:
 
 
 class TensorMap:
-    """A CUtensorMap for a row-major (rows, cols) matrix of 2-byte elements read in
-    (box_rows, box_cols) boxes, 128-byte swizzled, zeros outside the matrix."""
+    """A CUtensorMap for a row-major (rows, cols) matrix of ``dtype`` (fp16, bf16: A and B; fp32:
+    C, for the TMA-store epilogue) copied in (box_rows, box_cols) boxes, 128-byte swizzled, zeros
+    read outside the matrix (and nothing written there)."""
 
     def __init__(self, driver: _Driver, ptr: int, rows: int, cols: int, box_rows: int, box_cols: int,
-                 precision: str):
+                 dtype: str):
         self._raw = ctypes.create_string_buffer(128 + 64)
         self.address = (ctypes.addressof(self._raw) + 63) & ~63   # CUtensorMap is 64-byte aligned
         dims = (ctypes.c_uint64 * 2)(cols, rows)                  # innermost first
-        strides = (ctypes.c_uint64 * 1)(cols * 2)                 # bytes between rows
+        strides = (ctypes.c_uint64 * 1)(cols * _ITEMSIZE[dtype])  # bytes between rows
         box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
         unit = (ctypes.c_uint32 * 2)(1, 1)
-        driver.check(driver.encode(self.address, _DTYPE[precision], 2, ptr, dims, strides, box, unit, 0,
+        driver.check(driver.encode(self.address, _DTYPE[dtype], 2, ptr, dims, strides, box, unit, 0,
                                    _SWIZZLE_128B, _L2_PROMOTION_256B, _OOB_FILL_ZERO),
                      f"cuTensorMapEncodeTiled({rows} x {cols}, box {box_rows} x {box_cols})")
 
@@ -156,9 +169,10 @@ class WgmmaLauncher:
     patterns in uint16, c (M, N) float32) with gemm_wgmma, or gemm_wgmma_tail where TMA cannot."""
 
     def __init__(self, precision: str, stages: int = STAGES, group_m: int = GROUP_M, cluster: int = CLUSTER,
-                 pingpong: bool = PINGPONG):
+                 pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS):
         self.precision, self.stages, self.group_m, self.cluster = precision, stages, group_m, cluster
-        self.pingpong = pingpong
+        self.pingpong, self.store_buffers = pingpong, store_buffers
+        self._smem = smem_bytes(stages, pingpong, store_buffers)
         self._loaded: dict[int, tuple[Any, Any, int]] = {}   # device -> (main, tail, clusters at once)
         self._maps: dict[tuple, TensorMap] = {}
         self._driver: _Driver | None = None
@@ -178,7 +192,7 @@ class WgmmaLauncher:
                 raise RuntimeError(f"wgmma-{self.precision} is built for {ARCH}: it runs on compute "
                                    f"capability 9.0 only, and this GPU is {cc[:-1]}.{cc[-1]}")
             functions = []
-            build = (self.precision, self.stages, self.group_m, self.cluster, self.pingpong)
+            build = (self.precision, self.stages, self.group_m, self.cluster, self.pingpong, self.store_buffers)
             for kernel in (main_kernel(*build), tail_kernel(*build)):
                 compiled = compile_for_arch(kernel, ARCH)
                 path = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{kernel.entry}.cubin"
@@ -186,7 +200,7 @@ class WgmmaLauncher:
                 module = cupy.RawModule(path=str(path))
                 functions.append((module, module.get_function(compiled.lowered_name)))
             main = functions[0][1]
-            main.max_dynamic_shared_size_bytes = smem_bytes(self.stages, self.pingpong)
+            main.max_dynamic_shared_size_bytes = self._smem
             self._modules = functions
             self._driver = self._driver or _Driver()
             self._loaded[device.id] = (main, functions[1][1], self._clusters_at_once(main, device))
@@ -199,22 +213,21 @@ class WgmmaLauncher:
         if self.cluster == 1:
             return sms
         assert self._driver is not None
-        config = _LaunchConfig(sms - sms % self.cluster, 1, 1, THREADS, 1, 1, smem_bytes(self.stages, self.pingpong),
-                               None, None, 0)
+        config = _LaunchConfig(sms - sms % self.cluster, 1, 1, THREADS, 1, 1, self._smem, None, None, 0)
         count = ctypes.c_int(0)
         if self._driver.max_active_clusters(ctypes.byref(count), main.kernel.ptr, ctypes.byref(config)) \
                 or count.value < 1:
             return sms // self.cluster  # the query failed: assume every SM takes part
         return count.value
 
-    def _map(self, ptr: int, rows: int, cols: int, box_rows: int, box_cols: int) -> TensorMap:
-        key = (ptr, rows, cols, box_rows, box_cols)
+    def _map(self, ptr: int, rows: int, cols: int, box_rows: int, box_cols: int, dtype: str) -> TensorMap:
+        key = (ptr, rows, cols, box_rows, box_cols, dtype)
         found = self._maps.get(key)
         if found is None:
             if len(self._maps) >= 64:
                 self._maps.clear()
             assert self._driver is not None
-            found = self._maps[key] = TensorMap(self._driver, ptr, rows, cols, box_rows, box_cols, self.precision)
+            found = self._maps[key] = TensorMap(self._driver, ptr, rows, cols, box_rows, box_cols, dtype)
         return found
 
     def __call__(self, a: Any, b: Any, c: Any) -> None:
@@ -233,29 +246,32 @@ class WgmmaLauncher:
             return
         main, tail, at_once = self._functions()
         stream = cupy.cuda.get_current_stream()
-        if not tma_ok(a, b):
+        if not tma_ok(a, b, c if self.store_buffers else None):
             grid = (-(-n // TAIL_TILE), -(-m // TAIL_TILE), 1)
             tail(grid, (256, 1, 1), (a, b, c, np.int32(m), np.int32(n), np.int32(k)), stream=stream)
             return
-        map_a = self._map(a.data.ptr, m, k, tile_rows(self.pingpong), BK)
-        map_b = self._map(b.data.ptr, k, n, BK, B_BOX)
+        maps = [self._map(a.data.ptr, m, k, tile_rows(self.pingpong), BK, self.precision),
+                self._map(b.data.ptr, k, n, BK, B_BOX, self.precision)]
+        if self.store_buffers:  # C in the epilogue's boxes: 64 rows (a consumer's) x 32 fp32
+            maps.append(self._map(c.data.ptr, m, n, 64, C_BOX_COLS, "fp32"))
         blocks = self.cluster * min(_items(m, n, self.cluster, self.pingpong), at_once)
         c_ptr = ctypes.c_uint64(c.data.ptr)
         dims = [ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
-        params = (ctypes.c_void_p * 6)(map_a.address, map_b.address, ctypes.addressof(c_ptr),
-                                       *(ctypes.addressof(v) for v in dims))
+        params = (ctypes.c_void_p * (len(maps) + 4))(*(t.address for t in maps), ctypes.addressof(c_ptr),
+                                                     *(ctypes.addressof(v) for v in dims))
         assert self._driver is not None
         self._driver.check(
-            self._driver.launch(main.kernel.ptr, blocks, 1, 1, THREADS, 1, 1, smem_bytes(self.stages, self.pingpong),
-                                stream.ptr, params, None),
+            self._driver.launch(main.kernel.ptr, blocks, 1, 1, THREADS, 1, 1, self._smem, stream.ptr, params, None),
             f"cuLaunchKernel(gemm_wgmma, {m} x {n} x {k})")
 
 
-def tma_ok(a: Any, b: Any) -> bool:
-    """Whether gemm_wgmma can read A and B through TMA: 16-byte row strides (K and N multiples
-    of 8) and 16-byte aligned bases. Otherwise gemm_wgmma_tail runs."""
+def tma_ok(a: Any, b: Any, c: Any = None) -> bool:
+    """Whether gemm_wgmma can read A and B (and write ``c``, given for the TMA-store build) through
+    TMA: 16-byte row strides (K and N multiples of 8) and 16-byte aligned bases. Otherwise
+    gemm_wgmma_tail runs."""
     k, n = b.shape
-    return k % 8 == 0 and n % 8 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
+    return k % 8 == 0 and n % 8 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0 \
+        and (c is None or c.data.ptr % 16 == 0)
 
 
 def one_wave(m: int, n: int, sms: int) -> bool:
@@ -284,4 +300,4 @@ def launch(precision: str, a: Any, b: Any, c: Any) -> None:
 
 
 __all__ = ["WgmmaLauncher", "TensorMap", "main_kernel", "tail_kernel", "smem_bytes", "launch",
-           "ARCH", "STAGES", "GROUP_M", "CLUSTER", "PINGPONG", "ONE_WAVE_BUILD", "tile_rows", "tma_ok", "one_wave"]
+           "ARCH", "STAGES", "GROUP_M", "CLUSTER", "PINGPONG", "STORE_BUFFERS", "ONE_WAVE_BUILD", "tile_rows", "tma_ok", "one_wave"]

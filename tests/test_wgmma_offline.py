@@ -63,9 +63,9 @@ def _main_entry_ptx(kernel) -> str:
 def test_pingpong_builds_compile_for_sm90a_without_spills(precision: str, stages: int, cluster: int) -> None:
     from pytest_gemm.kernels.compiler import compile_for_arch
 
-    kernel = wgmma.main_kernel(precision, stages, wgmma.GROUP_M, cluster, pingpong=True)
+    kernel = wgmma.main_kernel(precision, stages, wgmma.GROUP_M, cluster, pingpong=True, store_buffers=0)
     assert "-DWG_PINGPONG=1" in kernel.options
-    assert kernel.shared_mem == wgmma.smem_bytes(stages, pingpong=True) <= SMEM_PER_BLOCK_OPTIN
+    assert kernel.shared_mem == wgmma.smem_bytes(stages, pingpong=True, store_buffers=0) <= SMEM_PER_BLOCK_OPTIN
     result = compile_for_arch(kernel, "sm_90a")
     res = result.resources
     assert res.spills == 0 and res.stack_frame == 0, f"{result.kernel_name}: {res}"
@@ -82,21 +82,72 @@ def test_pingpong_builds_compile_for_sm90a_without_spills(precision: str, stages
     assert ("multicast::cluster" in body) == (cluster == 2)
 
 
+# The TMA-store epilogue variant (-DWG_STORE_BUFFERS=N): N boxes of 8 KB a consumer after the
+# stages: 4 cooperative stages and 2 boxes, 3 and 4 or 5, or 4 ping-pong stages and 2.
+TMA_STORE_BUILDS = [(precision, stages, pingpong, buffers) for precision in ("fp16", "bf16")
+                    for stages, pingpong, buffers in ((4, False, 2), (3, False, 4), (3, False, 5), (4, True, 2))]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("precision,stages,pingpong,buffers", TMA_STORE_BUILDS,
+                         ids=[f"{p}-s{s}-{'pingpong' if pp else 'cooperative'}-b{b}" for p, s, pp, b in TMA_STORE_BUILDS])
+def test_tma_store_builds_compile_for_sm90a_without_spills(precision: str, stages: int, pingpong: bool,
+                                                           buffers: int) -> None:
+    from pytest_gemm.kernels.compiler import compile_for_arch
+
+    kernel = wgmma.main_kernel(precision, stages, wgmma.GROUP_M, 1, pingpong=pingpong, store_buffers=buffers)
+    assert f"-DWG_STORE_BUFFERS={buffers}" in kernel.options
+    assert kernel.shared_mem == wgmma.smem_bytes(stages, pingpong, 0) + 2 * buffers * 8192 <= SMEM_PER_BLOCK_OPTIN
+    result = compile_for_arch(kernel, "sm_90a")
+    res = result.resources
+    assert res.spills == 0 and res.stack_frame == 0 and 0 < res.registers <= 168, f"{result.kernel_name}: {res}"
+    assert "warning" not in result.log.lower(), result.log
+    body = _main_entry_ptx(kernel)
+    # A consumer's 64 x 256 block leaves in 8 boxes of 64 x 32 through shared memory: 64 float2
+    # stores a thread, each box fenced for the copy engine and stored by it; no store of C from
+    # registers; every store waited for before the block ends.
+    assert "st.global" not in body and body.count("st.shared.v2.f32") == 64
+    assert body.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 8
+    assert body.count("fence.proxy.async.shared::cta") == 8
+    assert body.count(f"cp.async.bulk.wait_group.read {buffers - 1}") == 8
+    assert "cp.async.bulk.wait_group 0" in body
+    assert ".param .align 64 .b8 gemm_wgmma_param_2[128]" in body  # C's tensor map, by value
+
+
+def test_tma_store_build_needs_an_aligned_c() -> None:
+    class Fake:  # the attributes tma_ok reads of a CuPy array
+        def __init__(self, shape, ptr):
+            self.shape, self.data = shape, type("Memory", (), {"ptr": ptr})()
+
+    a, b = Fake((64, 64), 256), Fake((64, 64), 512)
+    assert wgmma.tma_ok(a, b, Fake((64, 64), 1024)) and not wgmma.tma_ok(a, b, Fake((64, 64), 1028))
+    assert wgmma.smem_bytes(4, store_buffers=2) == 4 * 48 * 1024 + 32 * 1024 + 64 + 1024 <= SMEM_PER_BLOCK_OPTIN
+    assert wgmma.smem_bytes(4, store_buffers=3) > SMEM_PER_BLOCK_OPTIN >= wgmma.smem_bytes(3, store_buffers=5)
+    assert wgmma.smem_bytes(5, store_buffers=2) > SMEM_PER_BLOCK_OPTIN
+    assert wgmma.smem_bytes(4, store_buffers=0) == 4 * 48 * 1024 + 64 + 1024
+
+
 @needs_nvrtc
 def test_the_rung_is_not_the_pingpong_variant() -> None:
     body = _main_entry_ptx(wgmma.main_kernel("fp16"))
     assert body.count("mbarrier.init") == 2 * wgmma.STAGES and body.count("mbarrier.try_wait") == 2
+    # ... and stores C with TMA, the ping-pong build from registers
+    assert body.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 8 and "st.global" not in body
+    pingpong = _main_entry_ptx(wgmma.main_kernel("fp16", **wgmma.ONE_WAVE_BUILD))
+    assert "cp.async.bulk.tensor.2d.global" not in pingpong and "st.global.v2.f32" in pingpong
 
 
 def test_the_rung_builds_are_the_measured_ones() -> None:
     """The shipped rung compiles with the options it was measured with: the cooperative build
-    (-DWG_PINGPONG absent) and its tail, and the one-wave ping-pong build with 5 stages."""
+    (-DWG_PINGPONG absent, the TMA-store epilogue through 2 boxes) and its tail, and the one-wave
+    ping-pong build with 5 stages, C stored from registers."""
     for rung, precision in zip(reference_kernels.HOPPER_RUNGS, ("fp16", "bf16")):
         common = (f"-DWG_BF16={int(precision == 'bf16')}",)
-        cooperative = common + ("-DWG_STAGES=4", "-DWG_GROUP_M=16", "-DWG_CLUSTER=1")
-        pingpong = common + ("-DWG_STAGES=5", "-DWG_GROUP_M=16", "-DWG_CLUSTER=1", "-DWG_PINGPONG=1")
+        cooperative = common + ("-DWG_STAGES=4", "-DWG_GROUP_M=16", "-DWG_CLUSTER=1", "-DWG_STORE_BUFFERS=2")
+        pingpong = common + ("-DWG_STAGES=5", "-DWG_GROUP_M=16", "-DWG_CLUSTER=1", "-DWG_PINGPONG=1",
+                             "-DWG_STORE_BUFFERS=0")
         assert [b.options for b in rung.builds] == [cooperative, cooperative, pingpong]
-    assert wgmma.PINGPONG is False and wgmma.smem_bytes() == 4 * 48 * 1024 + 64 + 1024
+    assert wgmma.PINGPONG is False and wgmma.smem_bytes() == 4 * 48 * 1024 + 32 * 1024 + 64 + 1024
 
 
 def test_one_wave_problems_go_to_the_pingpong_build() -> None:
@@ -121,10 +172,10 @@ def test_tma_ok_wants_16_byte_rows_and_bases() -> None:
 def test_pingpong_shapes() -> None:
     assert wgmma.tile_rows() == 128 and wgmma.tile_rows(True) == 64
     for stages in (4, 5):
-        assert wgmma.smem_bytes(stages, pingpong=True) == stages * 40 * 1024 + 16 * stages + 16 + 1024
-    assert wgmma.smem_bytes(5, pingpong=True) <= SMEM_PER_BLOCK_OPTIN < wgmma.smem_bytes(6, pingpong=True)
+        assert wgmma.smem_bytes(stages, True, 0) == stages * 40 * 1024 + 16 * stages + 16 + 1024
+    assert wgmma.smem_bytes(5, True, 0) <= SMEM_PER_BLOCK_OPTIN < wgmma.smem_bytes(6, True, 0)
     # Work items: 64-row tiles (two of them in a cluster of two) by 256 columns.
-    kernel = wgmma.main_kernel("fp16", 5, 16, 1, pingpong=True)
+    kernel = wgmma.main_kernel("fp16", 5, 16, 1, pingpong=True, store_buffers=0)
     assert kernel.grid(4096, 4096, 4096) == (64 * 16, 1, 1)
     assert kernel.grid(130, 264, 72) == (3 * 2, 1, 1)
     assert wgmma.main_kernel("fp16", 5, 16, 2, pingpong=True).grid(130, 264, 72) == (2 * 2 * 2, 1, 1)
@@ -139,10 +190,15 @@ def test_wgmma_try_variant_names() -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.parse_variant("s4g16") == (4, 16, 1, False)
-    assert module.parse_variant("s4g16c2") == (4, 16, 2, False)
-    assert module.parse_variant("s5g32p") == (5, 32, 1, True)
-    assert module.parse_variant("s5g16c2p") == (5, 16, 2, True)
+    assert module.parse_variant("s4g16") == (4, 16, 1, False, 0)
+    assert module.parse_variant("s4g16c2") == (4, 16, 2, False, 0)
+    assert module.parse_variant("s5g32p") == (5, 32, 1, True, 0)
+    assert module.parse_variant("s5g16c2p") == (5, 16, 2, True, 0)
+    assert module.parse_variant("s4g16t") == (4, 16, 1, False, 2)
+    assert module.parse_variant("s3g16t4") == (3, 16, 1, False, 4)
+    assert module.parse_variant("s4g16pt2") == (4, 16, 1, True, 2)
+    with pytest.raises(ValueError, match="not a build name"):
+        module.parse_variant("s4g16x")
     assert module.fp16_s5g16c2p.name == "wgmma-fp16-s5g16c2p"
     assert module.bf16_s5g32p.precision == "bf16" and module.bf16_s5g32p.arches == ("sm_90a",)
     with pytest.raises(AttributeError):
@@ -188,7 +244,7 @@ def test_a_9_0_device_build_becomes_sm90a() -> None:
 @pytest.mark.parametrize("stages", [3, 4])
 def test_one_block_fits_an_sm(stages: int) -> None:
     assert wgmma.smem_bytes(stages) <= SMEM_PER_BLOCK_OPTIN
-    assert wgmma.smem_bytes(stages) == stages * 48 * 1024 + 16 * stages + 1024
+    assert wgmma.smem_bytes(stages) == stages * 48 * 1024 + wgmma.STORE_BUFFERS * 2 * 8192 + 16 * stages + 1024
 
 
 def test_declarations() -> None:

@@ -3,7 +3,7 @@
     python tools/wgmma_try.py [--variants s4g16,s3g16,s4g16c2,s5g16p,...] [--sizes 2048,4096,8192] [--precision fp16,bf16]
 
 Each variant (sS: WG_STAGES, gG: WG_GROUP_M, cC: WG_CLUSTER, 1 when left out, a trailing p:
-WG_PINGPONG=1) runs in its own process with a time limit, so a hang or a fault in one build costs
+WG_PINGPONG=1; then tN: WG_STORE_BUFFERS=N, the TMA-store epilogue) runs in its own process with a time limit, so a hang or a fault in one build costs
 only that build. In that process: exact-integer inputs at
 ragged and square shapes compared bit for bit with a float64 reference (C poisoned with NaN
 before every launch), random inputs against the same reference (relative Frobenius error),
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,13 +25,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-def parse_variant(variant: str) -> tuple[int, int, int, bool]:
-    """``s4g16c2`` -> (stages 4, group 16, cluster 2, no ping-pong); ``c`` is optional, and a
-    trailing ``p`` asks for the ping-pong consumers: ``s5g16p`` -> (5, 16, 1, True)."""
-    pingpong = variant.endswith("p")
-    stages, rest = variant[1:len(variant) - pingpong].split("g")
-    group, _, cluster = rest.partition("c")
-    return int(stages), int(group), int(cluster or 1), pingpong
+def parse_variant(variant: str) -> tuple[int, int, int, bool, int]:
+    """``s4g16c2`` -> (stages 4, group 16, cluster 2, no ping-pong, C stored from registers); ``c``
+    is optional, ``p`` asks for the ping-pong consumers and ``tN`` for the TMA-store epilogue
+    through N boxes a consumer (``t`` alone: 2): ``s5g16p`` -> (5, 16, 1, True, 0), ``s3g16t4`` ->
+    (3, 16, 1, False, 4)."""
+    found = re.fullmatch(r"s(\d+)g(\d+)(?:c(\d+))?(p?)(?:t(\d*))?", variant)
+    if not found:
+        raise ValueError(f"{variant!r} is not a build name like s4g16, s4g16c2, s5g16p or s4g16t2")
+    stages, group, cluster, pingpong, store = found.groups()
+    buffers = 0 if store is None else int(store or 2)
+    return int(stages), int(group), int(cluster or 1), pingpong == "p", buffers
 
 
 def variant_kernel(variant: str, precision: str):
