@@ -112,7 +112,7 @@ cpasync2 = _cpasync(2)
 cpasync3 = _cpasync(3)
 cpasync4 = _cpasync(4)
 
-MMA_BK = 64  # the K slice of mma_fp16.cu's rung (-DMMA_BK): one 128-byte swizzled row of A
+MMA_BK = 64  # the K slice of mma_fp16.cu's rung (-DMMA_BK): one 128-byte swizzled row of A (32 also builds)
 
 
 def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK) -> int:
@@ -121,18 +121,20 @@ def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK) -> int:
 
 
 def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
-                    name: str | None = None, bk: int = MMA_BK, spread: int = 3) -> CudaKernel:
+                    name: str | None = None, bk: int = MMA_BK, spread: int = 3, lean: bool = False) -> CudaKernel:
     """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
     ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``);
     ``spread``: the steady-state loop issues the next slice's copies over that many k16 steps
-    (``-DMMA_SPREAD``, name suffix ``-cs<n>``)."""
+    (``-DMMA_SPREAD``, name suffix ``-cs<n>``); ``lean``: the inner blocks' loop of issue 29
+    (``-DMMA_LEAN=1``, name suffix ``-lean``)."""
     threads = (bm // wm) * (bn // wn) * 32
+    options = (f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}", f"-DMMA_BK={bk}",
+               f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", f"-DMMA_SPREAD={spread}")
     return CudaKernel(
         source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
         signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk),
-        options=(f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}", f"-DMMA_BK={bk}",
-                 f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", f"-DMMA_SPREAD={spread}"),
-        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}",
+        options=options + (("-DMMA_LEAN=1",) if lean else ()),
+        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}" + ("-lean" if lean else ""),
     )
 
 

@@ -11,13 +11,18 @@
 //
 // Parameters (-D, the rung's values in brackets):
 //   MMA_BM, MMA_BN   block tile of C [256, 128]; BN a multiple of 64
-//   MMA_BK           the K slice loaded per stage, a multiple of 64 (one 128-byte shared row of
-//                    A) [64]; the sequence of k16 steps, and so the result, does not depend on it
+//   MMA_BK           the K slice loaded per stage: a multiple of 64 (one 128-byte shared row of
+//                    A) or 32 (64-byte rows of A, swizzled in pairs: swizzle_a()) [64]; the
+//                    sequence of k16 steps, and so the result, does not depend on it
 //   MMA_WM, MMA_WN   warp tile [64, 64]; WN a multiple of 64; warps = (BM/WM) x (BN/WN)
 //   MMA_STAGES       depth of the cp.async ring in shared memory, 2..5 [3]
 //   MMA_MIN_BLOCKS   second __launch_bounds__ argument (resident blocks per SM wanted) [1]
 //   MMA_SPREAD       the steady-state loop issues the next K slice's copies over its first
 //                    MMA_SPREAD k16 steps, 1..BK/16-1 [3]
+//   MMA_LEAN         0 or 1 [0]: blocks inside C run gemm_lean() instead of gemm_body's pipelined
+//                    loop: the partial K slice first (so one steady loop with no checks, and a
+//                    tail with no copies), 32-bit copy strides (one IMAD.WIDE per chunk), fewer
+//                    registers live through the loop (issue 29; NOTES.md)
 // Shared memory is dynamic: MMA_STAGES x (BM x BK + BK x BN) halves; the exact figure is also
 // exported as the constant gemm_mma_fp16_smem_bytes so the Python declaration can be checked
 // against it. Builds measured before 2026-12-01 with padded rows, other loops or K slices of
@@ -111,6 +116,9 @@
 #ifndef MMA_SPREAD
 #define MMA_SPREAD 3
 #endif
+#ifndef MMA_LEAN
+#define MMA_LEAN 0
+#endif
 
 #define MMA_THREADS ((MMA_BM / MMA_WM) * (MMA_BN / MMA_WN) * 32)
 
@@ -141,6 +149,8 @@ enum : int {
     B_CHUNKS = BK / B_PASS,
     A_DST_STEP = A_PASS * A_LD * 2,  // shared bytes from chunk i to chunk i+1
     B_DST_STEP = B_PASS * B_LD * 2,
+    SCALAR_UNROLL_A = MMA_LEAN ? 1 : A_CHUNKS,  // the scalar fill's loops unrolled fully, or not (lean)
+    SCALAR_UNROLL_B = MMA_LEAN ? 1 : B_CHUNKS,
 };
 
 static_assert(BM % WM == 0 && BN % WN == 0, "the warp tile must divide the block tile");
@@ -151,9 +161,11 @@ static_assert(KSTEPS % 2 == 0, "the pipelined loop alternates two fragment buffe
 static_assert(BK % 16 == 0 && BK >= 16, "MMA_BK must be a multiple of 16 (one k16 step of mma.m16n8k16)");
 static_assert(NTHREADS % A_CHUNKS_ROW == 0 && BM % A_PASS == 0 && A_CHUNKS >= 1, "A tile chunks must spread evenly");
 static_assert(NTHREADS % B_CHUNKS_ROW == 0 && BK % B_PASS == 0 && B_CHUNKS >= 1, "B tile chunks must spread evenly");
-static_assert(BK % 64 == 0 && BN % 64 == 0 && WN % 64 == 0 && A_PASS % 8 == 0 && B_PASS % 8 == 0,
-              "the swizzle needs whole 128-byte rows (BK, BN multiples of 64), warp columns on 128-byte "
-              "boundaries (WN a multiple of 64) and each thread's chunks 8 rows apart");
+static_assert((BK % 64 == 0 || BK == 32) && BN % 64 == 0 && WN % 64 == 0 && A_PASS % 8 == 0 && B_PASS % 8 == 0,
+              "the swizzle needs whole 128-byte rows of B (BN a multiple of 64) and of A (BK a multiple of 64) "
+              "or pairs of 64-byte rows of A (BK 32), warp columns on 128-byte boundaries (WN a multiple of 64) "
+              "and each thread's chunks 8 rows apart");
+static_assert(MMA_LEAN == 0 || MMA_LEAN == 1, "MMA_LEAN must be 0 or 1");
 
 typedef unsigned short u16;
 
@@ -261,6 +273,32 @@ static __device__ __forceinline__ int swizzled(int chunk, int row)
     return chunk ^ (row & 7);
 }
 
+// The same for A's rows of BK halves. With BK = 32 a row is 4 chunks (64 bytes) and two rows
+// share a 128-byte line: chunk c of row r sits at c ^ ((r / 2) % 4). The 8 rows an ldmatrix
+// phase reads (rows 8j .. 8j+7, one logical chunk) then lie in 8 different 16-byte slots (row
+// parity picks the half line, (r / 2) % 4 the slot in it), and a warp's copies of 8 whole rows
+// fill 4 whole lines. Rows 8 apart share the swizzle, as with swizzled().
+static __device__ __forceinline__ int swizzle_a(int chunk, int row)
+{
+    if constexpr (BK == 32) {
+        return chunk ^ ((row >> 1) & 3);
+    } else {
+        return swizzled(chunk, row);
+    }
+}
+
+// Element strides of the copies: 64-bit in general, 32-bit where the dispatch proved they fit
+// (MMA_LEAN's inner blocks: BM * K and BK * N below 2^31), so that a chunk's source address is
+// one IMAD.WIDE from the slice's pointer.
+template <bool narrow>
+struct CopyStride {
+    typedef size_t type;
+};
+template <>
+struct CopyStride<true> {
+    typedef int type;
+};
+
 template <int FILL>
 static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, const u16* __restrict__ B,
                                                  float* __restrict__ C, int M, int N, int K,
@@ -276,6 +314,13 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     const int warpRow = (warp / WARPS_N) * WM;  // warp tile origin inside the block tile
     const int warpCol = (warp % WARPS_N) * WN;
     const int kTiles = (K + BK - 1) / BK;
+    // MMA_LEAN, blocks inside C: tile j covers k in [j*BK - kShift, (j+1)*BK - kShift), so the
+    // partial slice (if any) is tile 0, its chunks below k = 0 zero-filled, and every later
+    // tile is whole: one steady loop with no checks, a tail with no copies. kShift is a multiple
+    // of 8 (K % 8 == 0 on this fill), so chunks stay wholly in or out.
+    constexpr bool lean = MMA_LEAN && FILL == FILL_INNER;
+    const int kShift = lean ? kTiles * BK - K : 0;
+    typedef typename CopyStride<lean>::type Stride;
 
 
     // ---- fill mapping ----------------------------------------------------------
@@ -291,16 +336,20 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     const bool bColIn = bCol < N;                           // N % 8 == 0 (vec): the chunk is all in or all out
     // Shared destinations (+ i * A_DST_STEP / B_DST_STEP: the rows move by a multiple of 8, the
     // swizzle stays the same).
-    const unsigned int aDst = static_cast<unsigned int>((aRow * A_LD + swizzled(tid % A_CHUNKS_ROW, aRow) * 8) * 2);
+    const unsigned int aDst = static_cast<unsigned int>((aRow * A_LD + swizzle_a(tid % A_CHUNKS_ROW, aRow) * 8) * 2);
     const unsigned int bDst = static_cast<unsigned int>((bRow * B_LD + swizzled(tid % B_CHUNKS_ROW, bRow) * 8) * 2);
-    const size_t aPass = static_cast<size_t>(A_PASS) * K;   // elements from chunk i to chunk i+1 in A
-    const size_t bPass = static_cast<size_t>(B_PASS) * N;   // ... in B
-    const size_t bTile = static_cast<size_t>(BK) * N;       // ... from one K slice to the next in B
+    const Stride aPass = static_cast<Stride>(A_PASS) * K;   // elements from chunk i to chunk i+1 in A
+    const Stride bPass = static_cast<Stride>(B_PASS) * N;   // ... in B
+    const Stride bTile = static_cast<Stride>(BK) * N;       // ... from one K slice to the next in B
     // Chunk 0 of the next K slice to be loaded. These pointers may
-    // point outside A or B (rows past M, k past K); they are dereferenced only
+    // point outside A or B (rows past M, k past K, k below 0); they are dereferenced only
     // when the chunk is in range.
     const u16* aNext = A + static_cast<size_t>(blockRow + aRow) * K + aK;
     const u16* bNext = B + static_cast<size_t>(bRow) * N + bCol;
+    if constexpr (lean) {
+        aNext -= kShift;
+        bNext -= static_cast<ptrdiff_t>(kShift) * N;
+    }
 
     const unsigned int aSmem = smem_u32(As);
     const unsigned int bSmem = smem_u32(Bs);
@@ -308,10 +357,10 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     // Issue the copies of the next K slice, tile `tile` (tiles are loaded in order 0, 1,
     // 2, ...), into ring stage `stage`, then advance to the slice after it.
     auto load_next = [&](int stage, int tile) {
-        const int k0 = tile * BK;
+        const int k0 = tile * BK - kShift;
         const unsigned int aStage = aSmem + static_cast<unsigned int>(stage * A_STAGE * 2) + aDst;
         const unsigned int bStage = bSmem + static_cast<unsigned int>(stage * B_STAGE * 2) + bDst;
-        if (FILL == FILL_INNER && k0 + BK <= K) {
+        if (FILL == FILL_INNER && (lean ? k0 >= 0 : k0 + BK <= K)) {
             // Every chunk in range: the common case of a large aligned problem.
 #pragma unroll
             for (int i = 0; i < A_CHUNKS; ++i) {
@@ -323,15 +372,18 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
             }
         } else if constexpr (FILL != FILL_SCALAR) {
             // K % 8 == 0 and N % 8 == 0: each chunk is wholly in or out; out -> zero-filled.
-            // Inside C (FILL_INNER) rows and columns are in range: only k is checked.
+            // Inside C (FILL_INNER) rows and columns are in range: only k is checked (lean: only
+            // k >= 0, tile 0 being the partial one).
 #pragma unroll
             for (int i = 0; i < A_CHUNKS; ++i) {
-                const bool in = (FILL == FILL_INNER || blockRow + aRow + i * A_PASS < M) && k0 + aK < K;
+                const bool in = (FILL == FILL_INNER || blockRow + aRow + i * A_PASS < M) &&
+                                (lean ? k0 + aK >= 0 : k0 + aK < K);
                 cp_async16(aStage + i * A_DST_STEP, in ? static_cast<const void*>(aNext + i * aPass) : A, in ? 16 : 0);
             }
 #pragma unroll
             for (int i = 0; i < B_CHUNKS; ++i) {
-                const bool in = (FILL == FILL_INNER || bColIn) && k0 + bRow + i * B_PASS < K;
+                const bool in = (FILL == FILL_INNER || bColIn) &&
+                                (lean ? k0 + bRow + i * B_PASS >= 0 : k0 + bRow + i * B_PASS < K);
                 cp_async16(bStage + i * B_DST_STEP, in ? static_cast<const void*>(bNext + i * bPass) : B, in ? 16 : 0);
             }
         } else {
@@ -339,14 +391,16 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
             // a 16-byte st.shared. Synchronous, but in the same ring and protocol.
             unsigned char* aDstPtr = smem + stage * A_STAGE * 2 + aDst;
             unsigned char* bDstPtr = smem + (STAGES * A_STAGE + stage * B_STAGE) * 2 + bDst;
-#pragma unroll
+            // MMA_LEAN: chunk by chunk (not unrolled), so that the 8 loads of one chunk, not of
+            // all of them, are in flight: this path must fit the lean build's register budget.
+#pragma unroll(SCALAR_UNROLL_A)
             for (int i = 0; i < A_CHUNKS; ++i) {
                 const int row = blockRow + aRow + i * A_PASS;
                 const bool rowIn = row < M;
                 const u16* rowPtr = A + static_cast<size_t>(rowIn ? row : 0) * K;
                 *reinterpret_cast<uint4*>(aDstPtr + i * A_DST_STEP) = load8_scalar(rowPtr, k0 + aK, K, rowIn);
             }
-#pragma unroll
+#pragma unroll(SCALAR_UNROLL_B)
             for (int i = 0; i < B_CHUNKS; ++i) {
                 const int kr = k0 + bRow + i * B_PASS;
                 const bool kIn = kr < K;
@@ -366,7 +420,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     // offset is a multiple of 128 bytes, the step's chunk c < 8 is applied to the address as
     // a XOR of c * 16 (frag_addr below).
     const unsigned int aFrag = static_cast<unsigned int>(
-        ((warpRow + (lane & 15)) * A_LD + swizzled(lane >> 4, lane & 7) * 8) * 2);
+        ((warpRow + (lane & 15)) * A_LD + swizzle_a(lane >> 4, lane & 7) * 8) * 2);
     const unsigned int bFrag = static_cast<unsigned int>(
         ((lane & 15) * B_LD + warpCol + swizzled(lane >> 4, lane & 7) * 8) * 2);
     // Byte address of chunk `chunk` (of 16 bytes, along the row) from a lane's address `base`
@@ -485,7 +539,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
                         cp_async_commit();
                     }
                 } else if (kk == 0) {
-                    if (kt + STAGES - 1 < kTiles) {
+                    if (!lean && kt + STAGES - 1 < kTiles) {  // lean: the tail has nothing to load
                         load_next(writeTo, kt + STAGES - 1);
                     }
                     cp_async_commit();
@@ -493,8 +547,9 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
                 mma_step(af[kk & 1], bf[kk & 1], MI / 2, MI);
             }
         };
-        // Tile j is whole when (j + 1) * BK <= K; iteration kt loads tile kt + STAGES - 1.
-        const int steady = max(0, min(kTiles, K / BK - STAGES + 1));
+        // Tile j is whole when (j + 1) * BK <= K (lean: when j >= 1, or kShift == 0, and the
+        // steady loop starts at tile STAGES - 1); iteration kt loads tile kt + STAGES - 1.
+        const int steady = lean ? max(0, kTiles - STAGES + 1) : max(0, min(kTiles, K / BK - STAGES + 1));
         int kt = 0;
         for (; kt < steady; ++kt) {
             iteration(kt, true);
@@ -586,7 +641,9 @@ gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, floa
     block_origin(blockRow, blockCol);
     if ((K % 8 != 0) || (N % 8 != 0) || !aligned16(A) || !aligned16(B)) {
         gemm_body<FILL_SCALAR>(A, B, C, M, N, K, blockRow, blockCol);
-    } else if (blockRow + BM <= M && blockCol + BN <= N) {
+    } else if (blockRow + BM <= M && blockCol + BN <= N &&
+               (!MMA_LEAN || (static_cast<long long>(BM) * K < (1ll << 31) && static_cast<long long>(BK) * N < (1ll << 31)))) {
+        // MMA_LEAN's 32-bit copy strides need BM * K and BK * N below 2^31; else the edge fill.
         gemm_body<FILL_INNER>(A, B, C, M, N, K, blockRow, blockCol);
     } else {
         gemm_body<FILL_EDGE>(A, B, C, M, N, K, blockRow, blockCol);

@@ -2,7 +2,7 @@
 """Evaluate the candidate kernels against the top rungs and cuBLAS in one GPU run.
 
 For every kernel in ``reference_kernels.candidates.CANDIDATES`` and the current
-top rungs (``warptile``, ``wmma-fp16``, ``pipeline-sync``, ``cpasync2/3/4``):
+top rungs (``warptile``, ``wmma-fp16``, ``mma-fp16``, ``pipeline-sync``, ``cpasync2/3/4``):
 
 (a) correctness gate first: ``pytest_gemm.checks.exact.check_exact`` (exact-integer
     inputs, guarded buffers, C poisoned, bit-for-bit against float64) at
@@ -20,7 +20,7 @@ top rungs (``warptile``, ``wmma-fp16``, ``pipeline-sync``, ``cpasync2/3/4``):
 (d) registers, spills and stack of each kernel as compiled for this device, and
     resident blocks per SM at 4096^3.
 
-Each job (one candidate; or warptile; or wmma-fp16; or the pipeline four) runs
+Each job (one candidate; or warptile; or wmma-fp16; or mma-fp16; or the pipeline four) runs
 in its own child process (this script with ``--child``): an illegal address
 poisons a CUDA context for good, and a hung kernel can only be stopped by
 killing its process (``--child-timeout-s``). Jobs are not started after
@@ -29,6 +29,7 @@ H200. Prints a markdown table; ``--out PATH`` also writes the JSON report.
 
     python3 tools/perf_candidates.py --out perf_candidates.json
     python3 tools/perf_candidates.py --only mma-fp16-128x256x64-s3-cs3,wmma-fp16 --sizes 4096
+    python3 tools/perf_candidates.py --only mma-fp16,mma-fp16-128x256x32-s4-cs1-lean --rounds 3   # issue 29
     python3 tools/perf_candidates.py --compile-only          # no GPU: registers/spills per arch
 
 Exit status: 0 every kernel that ran passed its gate; 1 a kernel failed, crashed
@@ -62,7 +63,7 @@ RATIO_SIZE = 4096
 SYNC_TWIN = "pipeline-sync"
 #: The current top rungs, as jobs: kernels in one job are timed interleaved in one process.
 RUNG_JOBS: tuple[tuple[str, ...], ...] = (
-    ("warptile",), ("wmma-fp16",), (SYNC_TWIN, "cpasync2", "cpasync3", "cpasync4"),
+    ("warptile",), ("wmma-fp16",), ("mma-fp16",), (SYNC_TWIN, "cpasync2", "cpasync3", "cpasync4"),
 )
 DEFAULT_BUDGET_S = 0.25
 DEFAULT_ROUNDS = 2

@@ -28,8 +28,9 @@ from pytest_gemm.model.contract import CudaKernel
 from reference_kernels import MMA_BK, mma_fp16_kernel, mma_smem_bytes, sgemm_kernel, sgemm_smem_bytes
 
 
-def _mma(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int, spread: int = 3) -> CudaKernel:
-    return mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks, bk=MMA_BK, spread=spread)
+def _mma(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int, spread: int = 3, bk: int = MMA_BK,
+         lean: bool = False) -> CudaKernel:
+    return mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks, bk=bk, spread=spread, lean=lean)
 
 
 def _sgemm(bn: int, bk: int, fill: int, stages: int, min_blocks: int) -> CudaKernel:
@@ -46,6 +47,16 @@ mma_256x128x64_s3_cs3 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3)
 # B's slice the larger; and 128 x 128 tiles of 4 warps, 2 blocks per SM on sm_90 (1 on sm_80).
 mma_128x256x64_s3_cs3 = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3)
 mma_128x128x64_s3_cs3 = _mma(128, 128, 64, 64, stages=3, min_blocks=2, spread=3)
+# Issue 29: toward CUTLASS's best sm_80 kernel (128x256x32, 4 stages: 0.629-0.632 of cuBLAS fp16
+# on the H200, the rung 0.572-0.575). K slices of 32 (64-byte A rows, swizzled in pairs), and the
+# lean loop (-DMMA_LEAN=1: partial K slice first, one unchecked steady loop, a copy-free tail,
+# 32-bit copy strides, the scalar fill not unrolled): 216-234 registers instead of 255, no
+# spills (NOTES.md, "Issue 29: the lean loop").
+mma_128x256x32_s4_cs1 = _mma(128, 256, 64, 64, stages=4, min_blocks=1, spread=1, bk=32)
+mma_128x256x32_s4_cs1_lean = _mma(128, 256, 64, 64, stages=4, min_blocks=1, spread=1, bk=32, lean=True)
+mma_256x128x32_s4_cs1_lean = _mma(256, 128, 64, 64, stages=4, min_blocks=1, spread=1, bk=32, lean=True)
+mma_128x256x64_s3_cs3_lean = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True)
+mma_256x128x64_s3_cs3_lean = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, lean=True)
 
 # FP32 FFMA. 128 x 128 (8 x 8 per lane): 2 blocks per SM wanted; 128 x 256
 # (8 x 16 per lane, cuBLAS's per-thread work): 1 block per SM.
@@ -61,7 +72,9 @@ sgemm_128x128x16_rp2 = _sgemm(128, 16, fill=0, stages=2, min_blocks=2)
 sgemm_128x256x16_rp2 = _sgemm(256, 16, fill=0, stages=2, min_blocks=1)
 
 MMA_CANDIDATES: list[CudaKernel] = [mma_256x128x64_s3_cs1, mma_256x128x64_s3_cs3, mma_128x256x64_s3_cs3,
-                                    mma_128x128x64_s3_cs3]
+                                    mma_128x128x64_s3_cs3, mma_128x256x32_s4_cs1, mma_128x256x32_s4_cs1_lean,
+                                    mma_256x128x32_s4_cs1_lean, mma_128x256x64_s3_cs3_lean,
+                                    mma_256x128x64_s3_cs3_lean]
 SGEMM_CANDIDATES: list[CudaKernel] = [
     sgemm_128x128x8_rp2, sgemm_128x128x16_cp2, sgemm_128x128x16_cp3,
     sgemm_128x256x8_rp2, sgemm_128x256x16_cp2, sgemm_128x256x8_cp3,
@@ -77,6 +90,11 @@ DESIGNS: dict[str, str] = {
     "mma-fp16-256x128x64-s3-cs3": "256x128, 8 warps of 64x64, K slices of 64, 3-slice ring, copies over 3 k16 steps (the rung mma-fp16)",
     "mma-fp16-128x256x64-s3-cs3": "128x256, 8 warps of 64x64, the same loop",
     "mma-fp16-128x128x64-s3-cs3": "128x128, 4 warps of 64x64, 2 blocks/SM on sm_90, the same loop",
+    "mma-fp16-128x256x32-s4-cs1": "CUTLASS's best tile: 128x256, K slices of 32 (A rows swizzled in pairs), 4-slice ring (96 KB), the rung's loop",
+    "mma-fp16-128x256x32-s4-cs1-lean": "the same tile with the lean loop (partial slice first, one unchecked steady loop, 32-bit strides)",
+    "mma-fp16-256x128x32-s4-cs1-lean": "256x128, K slices of 32, 4-slice ring, the lean loop",
+    "mma-fp16-128x256x64-s3-cs3-lean": "128x256x64, 3-slice ring, copies over 3 k16 steps, the lean loop",
+    "mma-fp16-256x128x64-s3-cs3-lean": "the rung's build with the lean loop",
     "sgemm-128x128x8-rp2": "warptile layout (8x8/lane, A transposed), register prefetch, 2 shared buffers, 1 barrier per K=8 slice",
     "sgemm-128x128x16-cp2": "8x8/lane, cp.async 2-slice ring, A untransposed (rows 8 apart per lane, odd pitch)",
     "sgemm-128x128x16-cp3": "the same, 3-slice ring",
@@ -100,6 +118,8 @@ __all__ = [
     "CANDIDATES", "MMA_CANDIDATES", "SGEMM_CANDIDATES", "DESIGNS", "by_name",
     "mma_smem_bytes", "sgemm_smem_bytes", "MMA_BK",
     "mma_256x128x64_s3_cs1", "mma_256x128x64_s3_cs3", "mma_128x256x64_s3_cs3", "mma_128x128x64_s3_cs3",
+    "mma_128x256x32_s4_cs1", "mma_128x256x32_s4_cs1_lean", "mma_256x128x32_s4_cs1_lean",
+    "mma_128x256x64_s3_cs3_lean", "mma_256x128x64_s3_cs3_lean",
     "sgemm_128x128x8_rp2", "sgemm_128x128x16_cp2", "sgemm_128x128x16_cp3",
     "sgemm_128x256x8_rp2", "sgemm_128x256x16_cp2", "sgemm_128x256x8_cp3",
     "sgemm_128x128x16_rp2", "sgemm_128x256x16_rp2",
