@@ -102,6 +102,21 @@ def test_the_gpu_session_stages_in_the_readme_are_the_script_s():
     assert listed and all(s.split("|") == stages.group(1).split("|") for s in listed), listed
 
 
+def test_the_candidates_the_gpu_session_times_exist():
+    """A stage that names a candidate renamed since (perf_candidates --only) would fail on the
+    GPU only, after a machine start; here it fails on CPU."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from perf_candidates import valid_names
+
+    script = _text(ROOT / "tools" / "gpu_session.sh")
+    lists = re.findall(r"perf_candidates\.py[^\n]*?--only ([\w.,-]+)", script)
+    assert lists, "tools/gpu_session.sh names no --only list any more: update this test"
+    unknown = sorted({name for names in lists for name in names.split(",")} - set(valid_names()))
+    assert not unknown, f"tools/gpu_session.sh times builds perf_candidates does not know: {unknown}"
+
+
 def test_the_quick_shapes_in_the_readme_are_the_registry_s():
     from pytest_gemm.checks.registry import quick_summary
 

@@ -157,7 +157,7 @@ for stage in "$@"; do
         limit 60 ncu --clock-control none --metrics gpu__time_duration.sum python3 tools/cublas_kernels.py 2>&1 \
           | grep -E "Device [0-9]|gpu__time_duration|ERR|rror" | cut -c1-220 | head -14
       done 2>&1 | tee "$out/cublas_kernels.txt"
-      walled 'tensor candidates' 150 python3 tools/perf_candidates.py --only mma-fp16-128x256x64-s3,mma-fp16-128x256x32-s4 \
+      walled 'tensor candidates' 150 python3 tools/perf_candidates.py --only mma-fp16,mma-fp16-128x256x32-s4-cs1-lean \
         --sizes 4096 --rounds 3 --out "$out/candidates.json" 2>&1 | tail -14 | tee "$out/candidates.txt"
       ;;
     verdicts)
