@@ -22,7 +22,9 @@
 //   MMA_LEAN         0 or 1 [0]: blocks inside C run gemm_lean() instead of gemm_body's pipelined
 //                    loop: the partial K slice first (so one steady loop with no checks, and a
 //                    tail with no copies), 32-bit copy strides (one IMAD.WIDE per chunk), fewer
-//                    registers live through the loop (issue 29; NOTES.md)
+//                    registers live through the loop (issue 29). Measured on the H200 no faster
+//                    than the rung (0.96x with CUTLASS's 128x256x32 tile, 1.00x with 128x256x64;
+//                    NOTES.md), so the rung does not use it
 // Shared memory is dynamic: MMA_STAGES x (BM x BK + BK x BN) halves; the exact figure is also
 // exported as the constant gemm_mma_fp16_smem_bytes so the Python declaration can be checked
 // against it. Builds measured before 2026-12-01 with padded rows, other loops or K slices of
