@@ -46,9 +46,9 @@ C_BOX_BYTES = 64 * 32 * 4              # one box of the TMA-store epilogue (wgmm
 # stores overlap the other's K loop. Measured on the H200 (tools/wgmma_try.py, 2026-12-02, both
 # builds and cuBLAS in one process): 2048^3 0.987 of cuBLAS fp16 and 0.977 bf16, against 0.943
 # and 0.946 for the cooperative build as it was then (C stored from registers; its TMA store
-# overlaps the next tile, and here there is none: not measured at 2048^3); at 4096^3 and 8192^3 ping-pong was slower (0.89-0.95
-# against 0.97-0.99: each 64-row tile reads all 256 columns of B, 5/3 the L2 traffic a flop), so
-# bigger problems keep the cooperative build.
+# overlaps the next tile, and here there is none: not measured at 2048^3); at 4096^3 and 8192^3
+# ping-pong was slower (0.89-0.95 against 0.97-0.99: each 64-row tile reads all 256 columns of B,
+# 5/3 the L2 traffic a flop), so bigger problems keep the cooperative build.
 ONE_WAVE_BUILD = {"stages": 5, "group_m": GROUP_M, "cluster": 1, "pingpong": True, "store_buffers": 0}
 
 # cuda.h enum values (CUtensorMapDataType, ...Swizzle, ...L2promotion, ...FloatOOBfill).

@@ -3,8 +3,9 @@
     python tools/wgmma_try.py [--variants s4g16,s3g16,s4g16c2,s5g16p,...] [--sizes 2048,4096,8192] [--precision fp16,bf16]
 
 Each variant (sS: WG_STAGES, gG: WG_GROUP_M, cC: WG_CLUSTER, 1 when left out, a trailing p:
-WG_PINGPONG=1; then tN: WG_STORE_BUFFERS=N, the TMA-store epilogue) runs in its own process with a time limit, so a hang or a fault in one build costs
-only that build. In that process: exact-integer inputs at
+WG_PINGPONG=1; then tN: WG_STORE_BUFFERS=N, the TMA-store epilogue) runs in its own process
+with a time limit, so a hang or a fault in one build costs only that build. In that process:
+exact-integer inputs at
 ragged and square shapes compared bit for bit with a float64 reference (C poisoned with NaN
 before every launch), random inputs against the same reference (relative Frobenius error),
 then, only if every check passed, the build, cuBLAS (cublasGemmEx, same precision, fp32 out)

@@ -51,7 +51,8 @@ mma_128x128x64_s3_cs3 = _mma(128, 128, 64, 64, stages=3, min_blocks=2, spread=3)
 # on the H200, the rung 0.572-0.575). K slices of 32 (64-byte A rows, swizzled in pairs), and the
 # lean loop (-DMMA_LEAN=1: partial K slice first, one unchecked steady loop, a copy-free tail,
 # 32-bit copy strides, the scalar fill not unrolled): 216-234 registers instead of 255, no
-# spills (NOTES.md, "Issue 29: the lean loop").
+# spills; measured on the H200 no faster than the rung (0.96x with K slices of 32, 1.00x with
+# 64; NOTES.md, "Issue 29: mma-fp16 toward CUTLASS's best sm_80 tile").
 mma_128x256x32_s4_cs1 = _mma(128, 256, 64, 64, stages=4, min_blocks=1, spread=1, bk=32)
 mma_128x256x32_s4_cs1_lean = _mma(128, 256, 64, 64, stages=4, min_blocks=1, spread=1, bk=32, lean=True)
 mma_256x128x32_s4_cs1_lean = _mma(256, 128, 64, 64, stages=4, min_blocks=1, spread=1, bk=32, lean=True)
