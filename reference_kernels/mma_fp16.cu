@@ -25,6 +25,9 @@
 //                    registers live through the loop (issue 29). Measured on the H200 no faster
 //                    than the rung (0.96x with CUTLASS's 128x256x32 tile, 1.00x with 128x256x64;
 //                    NOTES.md), so the rung does not use it
+// Tried later and not kept (none faster on the H200; branch mma-experiments, NOTES.md "Issue 29,
+// later"): the last k16 step's mma.sync held after the slice barrier, an L2 prefetch on each
+// cp.async, blocks launched in groups of tile columns, a fifth stage.
 // Shared memory is dynamic: MMA_STAGES x (BM x BK + BK x BN) halves; the exact figure is also
 // exported as the constant gemm_mma_fp16_smem_bytes so the Python declaration can be checked
 // against it. Builds measured before 2026-12-01 with padded rows, other loops or K slices of
