@@ -30,7 +30,7 @@ from pytest_gemm.model.contract import CudaKernel
 
 ARCH = "sm_90a"
 BM, BN, BK, B_BOX = 128, 256, 64, 64   # block tile, K slice, TMA box width of B (wgmma.cu)
-C_BOX_COLS = 32                        # fp32 columns of a TMA-store box of C (wgmma.cu)
+C_BOX_ROWS, C_BOX_COLS = 64, 32         # a TMA-store box of C: a consumer's 64 rows x 32 fp32 (wgmma.cu)
 THREADS = 384                          # one producer and two consumer warpgroups
 TAIL_TILE = 64                         # gemm_wgmma_tail: 64 x 64 tiles of 256 threads
 STAGES = 4                             # K slices in the ring (-DWG_STAGES)
@@ -39,7 +39,7 @@ CLUSTER = 1                            # blocks per cluster sharing (multicastin
 PINGPONG = False                       # build variant: a 64 x 256 tile per consumer, turns (-DWG_PINGPONG)
 STORE_BUFFERS = 2                      # the epilogue: C through N shared 64 x 32 boxes a consumer and TMA
                                        # stores; 0: from registers, float2 stores (-DWG_STORE_BUFFERS)
-C_BOX_BYTES = 64 * 32 * 4              # one box of the TMA-store epilogue (wgmma.cu)
+C_BOX_BYTES = C_BOX_ROWS * C_BOX_COLS * 4  # one box of the TMA-store epilogue
 # What the rung runs for a problem whose 128 x 256 tiles are at most one per SM (one wave: 2048^3
 # is 128 tiles on the H200's 132 SMs): the ping-pong build with 5 stages. With one tile a block
 # the cooperative build ends on an epilogue that nothing overlaps; in ping-pong one consumer's
@@ -101,7 +101,8 @@ def tail_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GR
     """gemm_wgmma_tail (the path for shapes TMA cannot take) as a CudaKernel."""
     return CudaKernel(
         source="wgmma.cu", entry="gemm_wgmma_tail", block=(256,), tile=(TAIL_TILE, TAIL_TILE),
-        precision=precision, min_cc=(9, 0), options=_options(precision, stages, group_m, cluster, pingpong, store_buffers),
+        precision=precision, min_cc=(9, 0),
+        options=_options(precision, stages, group_m, cluster, pingpong, store_buffers),
         arches=(ARCH,), name=f"wgmma-{precision}-tail",
     )
 
@@ -252,8 +253,8 @@ class WgmmaLauncher:
             return
         maps = [self._map(a.data.ptr, m, k, tile_rows(self.pingpong), BK, self.precision),
                 self._map(b.data.ptr, k, n, BK, B_BOX, self.precision)]
-        if self.store_buffers:  # C in the epilogue's boxes: 64 rows (a consumer's) x 32 fp32
-            maps.append(self._map(c.data.ptr, m, n, 64, C_BOX_COLS, "fp32"))
+        if self.store_buffers:  # C in the epilogue's boxes
+            maps.append(self._map(c.data.ptr, m, n, C_BOX_ROWS, C_BOX_COLS, "fp32"))
         blocks = self.cluster * min(_items(m, n, self.cluster, self.pingpong), at_once)
         c_ptr = ctypes.c_uint64(c.data.ptr)
         dims = [ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
@@ -300,4 +301,5 @@ def launch(precision: str, a: Any, b: Any, c: Any) -> None:
 
 
 __all__ = ["WgmmaLauncher", "TensorMap", "main_kernel", "tail_kernel", "smem_bytes", "launch",
-           "ARCH", "STAGES", "GROUP_M", "CLUSTER", "PINGPONG", "STORE_BUFFERS", "ONE_WAVE_BUILD", "tile_rows", "tma_ok", "one_wave"]
+           "ARCH", "STAGES", "GROUP_M", "CLUSTER", "PINGPONG", "STORE_BUFFERS", "ONE_WAVE_BUILD", "tile_rows",
+           "tma_ok", "one_wave"]
