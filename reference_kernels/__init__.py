@@ -115,35 +115,46 @@ cpasync4 = _cpasync(4)
 MMA_BK = 64  # the K slice of mma_fp16.cu's rung (-DMMA_BK): one 128-byte swizzled row of A (32 also builds)
 
 
-def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK) -> int:
-    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x BK + BK x BN) halves."""
-    return stages * (bm * bk + bk * bn) * 2
+def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK, mbar: bool = False) -> int:
+    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x BK + BK x BN) halves, and with
+    ``mbar`` two 8-byte mbarriers per stage after them."""
+    return stages * (bm * bk + bk * bn) * 2 + (2 * stages * 8 if mbar else 0)
 
 
 def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
-                    name: str | None = None, bk: int = MMA_BK, spread: int = 3, lean: bool = False) -> CudaKernel:
+                    name: str | None = None, bk: int = MMA_BK, spread: int = 3, lean: bool = False,
+                    smem_epilogue: bool = False, mbar: bool = False, copy_at: int = 0) -> CudaKernel:
     """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
     ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``);
     ``spread``: the steady-state loop issues the next slice's copies over that many k16 steps
     (``-DMMA_SPREAD``, name suffix ``-cs<n>``); ``lean``: the inner blocks' loop of issue 29
-    (``-DMMA_LEAN=1``, name suffix ``-lean``)."""
+    (``-DMMA_LEAN=1``, name suffix ``-lean``); ``smem_epilogue``: C staged through shared memory
+    and stored as float4 rows (``-DMMA_SMEM_EPILOGUE=1``, ``-se``); ``mbar``: the ring guarded by
+    mbarriers instead of a block barrier per slice (``-DMMA_MBAR=1``, ``-mbar``), its copies
+    issued from k16 step ``copy_at`` on (``-DMMA_COPY_AT``, ``-at<n>``)."""
     threads = (bm // wm) * (bn // wn) * 32
     options = (f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}", f"-DMMA_BK={bk}",
                f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", f"-DMMA_SPREAD={spread}")
+    flags = (("-DMMA_LEAN=1", lean, "-lean"), ("-DMMA_MBAR=1", mbar, "-mbar"),
+             (f"-DMMA_COPY_AT={copy_at}", copy_at != 0, f"-at{copy_at}"),
+             ("-DMMA_SMEM_EPILOGUE=1", smem_epilogue, "-se"))
     return CudaKernel(
         source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
-        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk),
-        options=options + (("-DMMA_LEAN=1",) if lean else ()),
-        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}" + ("-lean" if lean else ""),
+        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk, mbar),
+        options=options + tuple(opt for opt, on, _ in flags if on),
+        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}" + "".join(sfx for _, on, sfx in flags if on),
     )
 
 
 # The top tensor-core rung: mma.sync m16n8k16 through ldmatrix, 8 warps of 64 x 64 on a
 # 256 x 128 block tile, a 3-slice cp.async ring of K slices of 64 in unpadded, XOR-swizzled
-# shared rows (144 KB: inside sm_80's 163 KB), the next k16 step's fragments loaded during this
-# step's mma.sync, the next slice's copies unchecked and spread over three k16 steps in the
-# steady state. reference_kernels/NOTES.md: the variants measured.
-mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64, spread=3)
+# shared rows (144 KB: inside sm_80's 163 KB) guarded by full/empty mbarriers instead of a block
+# barrier per slice, the next k16 step's fragments loaded during this step's mma.sync, the next
+# slice's copies unchecked and spread over three k16 steps in the steady state, and C staged
+# through shared memory and stored as float4 rows. reference_kernels/NOTES.md: the variants
+# measured (this build is candidate mma-fp16-256x128x64-s3-cs3-mbar-se since 2026-12-02).
+mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64, spread=3,
+                           mbar=True, smem_epilogue=True)
 
 # The Hopper rung (wgmma.cu): TMA into 128-byte swizzled shared memory, wgmma.mma_async
 # m64n256k16, a 4-stage mbarrier ring, a producer and two consumer warpgroups (setmaxnreg),

@@ -5,9 +5,17 @@
 // What it adds to wmma.cu: the tensor core without WMMA's opaque fragments (the m16n8k16
 // register layouts written out below, operands fetched by ldmatrix), a multistage cp.async
 // ring into XOR-swizzled shared rows, and a main loop arranged so that the tensor cores wait as
-// little as possible for shared memory, the copies or the slice barrier. NOTES.md: 0.575 of
-// cuBLAS fp16 on an H200, level with CUTLASS's own mma.sync kernel on the same tile (0.574;
-// CUTLASS's best tile, 0.632); mma.sync alone reaches about 0.89 of cuBLAS there.
+// little as possible for shared memory, the copies or each other. What each step paid on an
+// H200 (4096^3, fraction of cuBLAS fp16 in the same run; NOTES.md):
+//   - swizzled unpadded rows, fragments one k16 step ahead, copies spread over three k16 steps:
+//     0.575, level with CUTLASS's mma.sync kernel on the same tile (0.574);
+//   - the ring guarded by mbarriers (MMA_MBAR), no block barrier per K slice: a warp waits
+//     only for the tile it reads and for the stage it overwrites, so warps that drift apart
+//     no longer stall each other every slice: 0.590-0.592 (the barrier alone cost 17 us of
+//     314 in a diagnostic build);
+//   - C staged through shared memory and stored as float4 rows (MMA_SMEM_EPILOGUE): 4x fewer
+//     L2 write requests than float2 stores from the accumulators: 0.595-0.603 with both.
+// CUTLASS's best sm_80 tile reaches 0.632-0.637 on the same card; mma.sync alone about 0.89.
 //
 // Parameters (-D, the rung's values in brackets):
 //   MMA_BM, MMA_BN   block tile of C [256, 128]; BN a multiple of 64
@@ -25,6 +33,12 @@
 //                    registers live through the loop (issue 29). Measured on the H200 no faster
 //                    than the rung (0.96x with CUTLASS's 128x256x32 tile, 1.00x with 128x256x64;
 //                    NOTES.md), so the rung does not use it
+//   MMA_MBAR         0 or 1 [1]: blocks inside C guard the ring with mbarriers (below), no
+//                    cp.async groups and no __syncthreads in the loop
+//   MMA_COPY_AT      with MMA_MBAR: the steady loop's copies start at this k16 step [0]
+//   MMA_SMEM_EPILOGUE 0 or 1 [1]: blocks inside C, with C 16-byte aligned, store C through
+//                    shared memory as float4 rows (the epilogue below)
+// (The macros default to 0, the rung's declaration in __init__.py sets the bracketed values.)
 // Tried later and not kept (none faster on the H200; branch mma-experiments, NOTES.md "Issue 29,
 // later"): the last k16 step's mma.sync held after the slice barrier, an L2 prefetch on each
 // cp.async, blocks launched in groups of tile columns, a fifth stage.
@@ -90,10 +104,17 @@
 // an empty group, keeping the count uniform) and computes tile kt. That is the loop of the edge
 // and scalar fills; blocks inside C run a pipelined form of it (fragments one k16 step ahead,
 // the wait and barrier inside the last k16 step of the previous tile: see the loop).
+// With MMA_MBAR those blocks replace the groups and the barrier by two mbarriers per stage:
+// `full` completes when every thread's copies into the stage have landed (each thread's
+// cp.async.mbarrier.arrive.noinc), `empty` when every warp has issued its last ldmatrix of the
+// tile there. A warp waits on `full` before reading a tile; each thread waits on `empty` of
+// tile kt-1 before copying tile kt+STAGES-1 over it. No warp waits for the whole block.
 //
 // Epilogue straight from the accumulators: each lane writes float2 pairs
 // C[row][2t, 2t+1] (8-byte stores, one 32-byte sector per 4 lanes) when N is
 // even and C is 8-byte aligned, else single floats; every store is bounds-checked.
+// MMA_SMEM_EPILOGUE (blocks inside C, C 16-byte aligned): each warp stages 16 rows of its tile
+// in shared memory and stores whole rows as float4 (see the epilogue).
 
 #include <cuda_fp16.h>
 
@@ -124,6 +145,15 @@
 #ifndef MMA_LEAN
 #define MMA_LEAN 0
 #endif
+#ifndef MMA_SMEM_EPILOGUE
+#define MMA_SMEM_EPILOGUE 0
+#endif
+#ifndef MMA_MBAR
+#define MMA_MBAR 0
+#endif
+#ifndef MMA_COPY_AT
+#define MMA_COPY_AT 0
+#endif
 
 #define MMA_THREADS ((MMA_BM / MMA_WM) * (MMA_BN / MMA_WN) * 32)
 
@@ -145,7 +175,14 @@ enum : int {
     B_LD = BN,             // halves per shared row of B
     A_STAGE = BM * A_LD,   // halves per stage
     B_STAGE = BK * B_LD,
-    SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * 2,
+    RING_BYTES = STAGES * (A_STAGE + B_STAGE) * 2,
+    MBAR = MMA_MBAR,
+    COPY_AT = MMA_COPY_AT,  // first k16 step of the steady loop that issues copies
+    NWARPS = NTHREADS / 32,
+    SMEM_BYTES = RING_BYTES + (MMA_MBAR ? 2 * STAGES * 8 : 0),  // + the full and empty mbarriers
+    SE = MMA_SMEM_EPILOGUE,
+    EP_LD = WN + 8,         // floats per staged C row: 8 mod 32 banks, so float2 writes of a half-warp are conflict-free
+    EP_BYTES = NWARPS * 2 * 16 * EP_LD * 4,  // two 16-row buffers per warp
     A_CHUNKS_ROW = BK / 8,                  // 16-byte chunks per row of the A tile
     B_CHUNKS_ROW = BN / 8,                  // ... of the B tile
     A_PASS = NTHREADS / A_CHUNKS_ROW,        // A rows one pass of all threads covers
@@ -171,6 +208,11 @@ static_assert((BK % 64 == 0 || BK == 32) && BN % 64 == 0 && WN % 64 == 0 && A_PA
               "or pairs of 64-byte rows of A (BK 32), warp columns on 128-byte boundaries (WN a multiple of 64) "
               "and each thread's chunks 8 rows apart");
 static_assert(MMA_LEAN == 0 || MMA_LEAN == 1, "MMA_LEAN must be 0 or 1");
+static_assert(SE == 0 || SE == 1, "MMA_SMEM_EPILOGUE must be 0 or 1");
+static_assert(SE == 0 || EP_BYTES <= RING_BYTES, "the staged C tiles must fit in the ring");
+static_assert(MBAR == 0 || MBAR == 1, "MMA_MBAR must be 0 or 1");
+static_assert(COPY_AT >= 0 && COPY_AT + SPREAD <= (MBAR ? KSTEPS : KSTEPS - 1) && (MBAR || COPY_AT == 0),
+              "MMA_COPY_AT: the copies must be issued inside the slice (and, with the barrier ring, from step 0)");
 
 typedef unsigned short u16;
 
@@ -232,6 +274,37 @@ static __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned i
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// mbarriers (sm_80+): the ring of MMA_MBAR=1. test_wait.parity(p) is true once the phase of
+// parity p has completed, so a fresh barrier (phase 0 running) passes a wait for parity 1 at
+// once: the first write into each stage waits for nothing.
+static __device__ __forceinline__ void mbar_init(unsigned int bar, unsigned int count)
+{
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+static __device__ __forceinline__ void mbar_arrive(unsigned int bar)
+{
+    asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared.b64 st, [%0];\n\t}\n" ::"r"(bar) : "memory");
+}
+
+// Arrives on `bar` once every cp.async this thread issued before has landed (the barrier was
+// initialised with one arrival per thread: .noinc does not add to its pending count).
+static __device__ __forceinline__ void cp_async_mbar_arrive(unsigned int bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+static __device__ __forceinline__ void mbar_wait(unsigned int bar, unsigned int parity)
+{
+    asm volatile(
+        "{\n\t.reg .pred done;\n"
+        "WAIT_%=:\n\t"
+        "mbarrier.test_wait.parity.shared.b64 done, [%0], %1;\n\t"
+        "@!done bra WAIT_%=;\n\t}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
 }
 
 // Eight halves rowPtr[col .. col+7] as a uint4 (low half = lower column), zero
@@ -446,11 +519,32 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
         }
     }
 
+    // MMA_MBAR, blocks inside C: per stage a `full` mbarrier (one arrival per thread, made by
+    // the hardware when that thread's copies into the stage have landed) and an `empty` one
+    // (one arrival per warp, after the warp's last ldmatrix of the stage). A warp waits for the
+    // tile it reads and for the stage it overwrites, never for the whole block.
+    constexpr bool mbar = MBAR && FILL == FILL_INNER;
+    const unsigned int fullBar = smem_u32(smem + RING_BYTES);   // + stage * 8
+    const unsigned int emptyBar = fullBar + STAGES * 8;         // + stage * 8
+    if constexpr (mbar) {
+        if (tid == 0) {
+#pragma unroll
+            for (int s = 0; s < STAGES; ++s) {
+                mbar_init(fullBar + s * 8, NTHREADS);
+                mbar_init(emptyBar + s * 8, NWARPS);
+            }
+        }
+        __syncthreads();  // the barriers are initialised before anyone arrives
+    }
+
     // ---- prologue: tiles 0 .. STAGES-2, one group each ----------------------
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < kTiles) {
             load_next(s, s);
+            if constexpr (mbar) {
+                cp_async_mbar_arrive(fullBar + s * 8);
+            }
         }
         cp_async_commit();
     }
@@ -503,33 +597,65 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
         //   Groups: the prologue commits STAGES-1; iteration kt commits one (tile kt+STAGES-1)
         //   by step KSTEPS-2 at the latest (SPREAD <= KSTEPS-1), so at the wait in its last step STAGES+kt are
         //   committed and tile kt+1 (group kt+1) has landed once at most STAGES-2 are pending.
+        //   MMA_MBAR: no groups and no block barrier. Tile j sits in stage j % STAGES and
+        //   completes phase j / STAGES of both barriers of that stage; a warp waits on `full`
+        //   for the tile it reads next, arrives on `empty` after its last ldmatrix of a tile,
+        //   and each thread waits on `empty` for tile kt-1 before copying tile kt+STAGES-1
+        //   over it (parities tracked as bits that flip when the stage index wraps).
         unsigned int af[2][MI][4];
         unsigned int bf[2][NI][2];
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
+        unsigned int readParity = 0;    // phase parity of the tile in readStage
+        int writeTo = STAGES - 1;       // the stage of tile kt-1 (kt + STAGES - 1 is copied into it)
+        unsigned int writeParity = 1;   // phase parity of tile kt-1 there (1 at kt = 0: passes at once)
+        if constexpr (mbar) {
+            mbar_wait(fullBar, 0);
+        } else {
+            cp_async_wait<STAGES - 2>();
+            __syncthreads();
+        }
         load_frags(af[0], bf[0], 0, 0);
         enum : int { CHUNKS = A_CHUNKS + B_CHUNKS };
         // `full` is a constant at both calls: inlined, each loop keeps only its own branch.
         auto iteration = [&](int kt, bool full) {
-            const int writeTo = readStage == 0 ? STAGES - 1 : readStage - 1;  // tile kt-1's stage
+            if constexpr (!mbar) {
+                writeTo = readStage == 0 ? STAGES - 1 : readStage - 1;
+            }
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; ++kk) {
                 if (kk == KSTEPS - 1) {
                     readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
-                    cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 have landed
-                    __syncthreads();              // everyone's have; everyone has read tile kt
+                    if constexpr (mbar) {
+                        readParity ^= readStage == 0 ? 1u : 0u;
+                        // The last tile has no successor to wait for (the steady loop always has).
+                        if (full || kt + 1 < kTiles) {
+                            mbar_wait(fullBar + readStage * 8, readParity);  // everyone's copies of tile kt+1
+                        }
+                    } else {
+                        cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 have landed
+                        __syncthreads();              // everyone's have; everyone has read tile kt
+                    }
                     load_frags(af[0], bf[0], readStage, 0);  // after the last tile: read, unused
                 } else {
                     load_frags(af[(kk + 1) & 1], bf[(kk + 1) & 1], readStage, kk + 1);
+                    if (mbar && kk == KSTEPS - 2) {
+                        // This warp's last ldmatrix of tile kt was just issued: release its stage.
+                        __syncwarp();
+                        if (lane == 0) {
+                            mbar_arrive(emptyBar + readStage * 8);
+                        }
+                    }
                 }
                 mma_step(af[kk & 1], bf[kk & 1], 0, MI / 2);
+                if (mbar && kk == (full ? COPY_AT : 0) && (full || (!lean && kt + STAGES - 1 < kTiles))) {
+                    mbar_wait(emptyBar + writeTo * 8, writeParity);  // every warp has read tile kt-1
+                }
                 if (full) {
                     // Chunk c (A's first, then B's) is issued in k16 step c * SPREAD / CHUNKS.
                     const unsigned int aStage = aSmem + static_cast<unsigned int>(writeTo * A_STAGE * 2) + aDst;
                     const unsigned int bStage = bSmem + static_cast<unsigned int>(writeTo * B_STAGE * 2) + bDst;
 #pragma unroll
                     for (int c = 0; c < CHUNKS; ++c) {
-                        if (c * SPREAD / CHUNKS == kk) {
+                        if (COPY_AT + c * SPREAD / CHUNKS == kk) {
                             if (c < A_CHUNKS) {
                                 cp_async16(aStage + c * A_DST_STEP, aNext + c * aPass, 16);
                             } else {
@@ -538,18 +664,29 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
                             }
                         }
                     }
-                    if (kk == SPREAD - 1) {
+                    if (kk == COPY_AT + SPREAD - 1) {
                         aNext += BK;
                         bNext += bTile;
-                        cp_async_commit();
+                        if constexpr (mbar) {
+                            cp_async_mbar_arrive(fullBar + writeTo * 8);
+                        } else {
+                            cp_async_commit();
+                        }
                     }
                 } else if (kk == 0) {
                     if (!lean && kt + STAGES - 1 < kTiles) {  // lean: the tail has nothing to load
                         load_next(writeTo, kt + STAGES - 1);
+                        if constexpr (mbar) {
+                            cp_async_mbar_arrive(fullBar + writeTo * 8);
+                        }
                     }
                     cp_async_commit();
                 }
                 mma_step(af[kk & 1], bf[kk & 1], MI / 2, MI);
+            }
+            if constexpr (mbar) {
+                writeTo = writeTo + 1 == STAGES ? 0 : writeTo + 1;
+                writeParity ^= writeTo == 0 ? 1u : 0u;
             }
         };
         // Tile j is whole when (j + 1) * BK <= K (lean: when j >= 1, or kShift == 0, and the
@@ -601,6 +738,42 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     eCol += (eWarp % WARPS_N) * WN;
     const int g = (tidAgain & 31) >> 2;
     const int t = tidAgain & 3;
+    if constexpr (SE && FILL == FILL_INNER) {
+        // MMA_SMEM_EPILOGUE, blocks inside C (every element in range), C 16-byte aligned: each
+        // warp stages 16 rows of its tile at a time in shared memory (two buffers, so one
+        // __syncwarp per 16 rows) and stores them as whole rows of float4, 2 rows of 64 floats
+        // per instruction: 4 full 128-byte lines, where a float2 store from the accumulators
+        // writes 32 bytes into each of 8 lines (4x the L2 write requests).
+        if (aligned16(C)) {
+            const int eLane = static_cast<int>(tidAgain & 31);
+            __syncthreads();  // every warp has read the ring for the last time
+            float* stage = reinterpret_cast<float*>(smem) + eWarp * (2 * 16 * EP_LD);
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                float* buf = stage + (mi & 1) * (16 * EP_LD);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                    for (int ni = 0; ni < NI; ++ni) {
+                        *reinterpret_cast<float2*>(buf + (g + 8 * h) * EP_LD + ni * 8 + 2 * t) =
+                            make_float2(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+                    }
+                }
+                __syncwarp();
+                enum : int { ROW_F4 = WN / 4 };  // float4 per staged row
+#pragma unroll
+                for (int p = 0; p < 16 * ROW_F4 / 32; ++p) {
+                    const int r = (p * 32 + eLane) / ROW_F4;
+                    const int c4 = (p * 32 + eLane) % ROW_F4;
+                    const float4 v = *reinterpret_cast<const float4*>(buf + r * EP_LD + c4 * 4);
+                    *reinterpret_cast<float4*>(C + static_cast<size_t>(eRow + mi * 16 + r) * N + eCol + c4 * 4) = v;
+                }
+                // Buffer (mi & 1) is written again at mi + 2, after every lane passed the
+                // __syncwarp of mi + 1, which follows its reads here.
+            }
+            return;
+        }
+    }
     const bool pairs = (N % 2 == 0) && ((reinterpret_cast<unsigned long long>(C) & 7ull) == 0);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {

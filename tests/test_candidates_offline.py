@@ -172,6 +172,21 @@ def test_mma_candidates_issue_mma_ldmatrix_cp_async(kernel: CudaKernel, arch: st
 
 
 @needs_nvrtc
+@pytest.mark.parametrize("kernel", MMA, ids=lambda k: k.name)
+def test_mma_options_reach_the_code(kernel: CudaKernel) -> None:
+    """-DMMA_MBAR=1 puts the mbarrier ring in the PTX (each thread's copies arrive on a stage's
+    barrier, warps wait on parities) and -DMMA_SMEM_EPILOGUE=1 the float4 stores of C; builds
+    without them have neither, so a flag that stopped reaching the code fails here."""
+    ptx = _ptx(kernel, "sm_80")
+    o = _options(kernel)
+    mbar = ("cp.async.mbarrier.arrive.noinc.shared.b64", "mbarrier.test_wait.parity.shared.b64",
+            "mbarrier.init.shared.b64", "mbarrier.arrive.shared.b64")
+    for instruction in mbar:
+        assert (instruction in ptx) == bool(o.get("MMA_MBAR", 0)), f"{kernel.name}: {instruction}"
+    assert ("st.global.v4.f32" in ptx) == bool(o.get("MMA_SMEM_EPILOGUE", 0)), kernel.name
+
+
+@needs_nvrtc
 @pytest.mark.parametrize(("kernel", "arch"), [pytest.param(k, a, id=f"{k.name}-{a}") for k in SGEMM for a in REQUIRED_ARCHES])
 def test_fp32_candidates_use_no_tensor_cores_or_tf32(kernel: CudaKernel, arch: str) -> None:
     ptx = _ptx(kernel, arch)
@@ -201,10 +216,14 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     o = _options(kernel)
     bm, bn, wm, wn, stages = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
     bk, spread, lean = o["MMA_BK"], o["MMA_SPREAD"], o.get("MMA_LEAN", 0)
-    assert set(o) - {"MMA_LEAN"} == {"MMA_BM", "MMA_BN", "MMA_WM", "MMA_WN", "MMA_BK", "MMA_STAGES", "MMA_MIN_BLOCKS",
-                                     "MMA_SPREAD"}
-    assert kernel.name == f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}" + ("-lean" if lean else "")
-    assert "MMA_LEAN" not in o or lean == 1, "-DMMA_LEAN=1 only where the build is lean"
+    mbar, copy_at, se = o.get("MMA_MBAR", 0), o.get("MMA_COPY_AT", 0), o.get("MMA_SMEM_EPILOGUE", 0)
+    flags = {"MMA_LEAN", "MMA_MBAR", "MMA_COPY_AT", "MMA_SMEM_EPILOGUE"}
+    assert set(o) - flags == {"MMA_BM", "MMA_BN", "MMA_WM", "MMA_WN", "MMA_BK", "MMA_STAGES", "MMA_MIN_BLOCKS",
+                              "MMA_SPREAD"}
+    assert kernel.name == (f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}" + ("-lean" if lean else "")
+                           + ("-mbar" if mbar else "") + (f"-at{copy_at}" if copy_at else "") + ("-se" if se else ""))
+    assert all(o[f] != 0 for f in flags & set(o)), "each option only where the build uses it"
+    assert copy_at == 0 or (mbar and copy_at + spread <= bk // 16), "copies from a later step only in the mbarrier ring"
     assert (bk % 64 == 0 or bk == 32) and bn % 64 == 0 and wn % 64 == 0 and 1 <= spread < bk // 16, (
         "mma_fp16.cu's static_asserts")
     assert tuple(kernel.tile) == (bm, bn)
@@ -212,15 +231,15 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     assert math.prod(kernel.block) == threads and threads in (128, 256)
     assert kernel.precision == "fp16" and tuple(kernel.min_cc) == (8, 0)
     assert kernel.signature == "A,B,C,M,N,K" and tuple(kernel.multiple_of) == (1, 1, 1)
-    smem = candidates.mma_smem_bytes(bm, bn, stages, bk)
+    smem = candidates.mma_smem_bytes(bm, bn, stages, bk, bool(mbar))
     assert kernel.shared_mem == smem <= SMEM_PER_BLOCK_OPTIN_SM80, "one block must fit sm_80 (min_cc 8.0)"
     assert o["MMA_MIN_BLOCKS"] * (smem + 1024) <= SMEM_PER_SM, "the wanted blocks per SM do not fit in shared memory"
 
 
 def test_the_tensor_rung_is_the_measured_build() -> None:
-    """The rung mma-fp16 is candidate mma-fp16-256x128x64-s3-cs3 (the measured best of
-    issue 18) under its ladder name."""
-    rung, cand = reference_kernels.mma_fp16, candidates.mma_256x128x64_s3_cs3
+    """The rung mma-fp16 is candidate mma-fp16-256x128x64-s3-cs3-mbar-se (the measured best of
+    issue 29) under its ladder name."""
+    rung, cand = reference_kernels.mma_fp16, candidates.mma_256x128x64_s3_cs3_mbar_se
     assert rung.name == "mma-fp16" and rung.options == cand.options and rung.shared_mem == cand.shared_mem
     assert math.prod(rung.block) == math.prod(cand.block) == 256 and tuple(rung.tile) == (256, 128)
 
