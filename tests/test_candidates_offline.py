@@ -183,7 +183,8 @@ def test_mma_options_reach_the_code(kernel: CudaKernel) -> None:
             "mbarrier.init.shared.b64", "mbarrier.arrive.shared.b64")
     for instruction in mbar:
         assert (instruction in ptx) == bool(o.get("MMA_MBAR", 0)), f"{kernel.name}: {instruction}"
-    assert ("st.global.v4.f32" in ptx) == bool(o.get("MMA_SMEM_EPILOGUE", 0)), kernel.name
+    # the float4 copies of C reach the PTX as st.global.v4 of 32-bit words (.u32 from NVRTC 12.9)
+    assert bool(re.search(r"st\.global\.v4\.[fub]32", ptx)) == bool(o.get("MMA_SMEM_EPILOGUE", 0)), kernel.name
 
 
 @needs_nvrtc
@@ -339,6 +340,7 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     o = _options(kernel)
     BM, BN, WM, WN, STAGES = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
     BK, lean = o["MMA_BK"], bool(o.get("MMA_LEAN", 0))
+    mbar, se = bool(o.get("MMA_MBAR", 0)), bool(o.get("MMA_SMEM_EPILOGUE", 0))
     M, K = A.shape
     N = B.shape[1]
     NT = (BM // WM) * (BN // WN) * 32
@@ -356,7 +358,7 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     A_PASS, B_PASS = NT // A_CR, NT // B_CR
     A_CHUNKS, B_CHUNKS = BM // A_PASS, BK // B_PASS
     A_DST_STEP, B_DST_STEP = A_PASS * A_LD * 2, B_PASS * B_LD * 2
-    assert 2 * STAGES * (A_STAGE + B_STAGE) == kernel.shared_mem
+    assert 2 * STAGES * (A_STAGE + B_STAGE) + (2 * STAGES * 8 if mbar else 0) == kernel.shared_mem
     if vec:
         assert K % 8 == 0 and N % 8 == 0
     C = np.full((M, N), np.nan)
@@ -427,6 +429,9 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
                             for ni in range(NI):
                                 assert not np.isnan(bf[ni]).any(), "ldmatrix read an unwritten B element"
                                 acc[warp, :, mi, ni] = _mma_m16n8k16(af[mi], bf[ni], acc[warp, :, mi, ni])
+            if se and vec and block_row + BM <= M and block_col + BN <= N:
+                _mma_smem_epilogue(C, acc, block_row, block_col, WM, WN, WARPS_N)
+                continue
             for warp in range(NT // 32):
                 lane = np.arange(32)
                 g, t = lane >> 2, lane & 3
@@ -444,13 +449,41 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     return C
 
 
+def _mma_smem_epilogue(C: np.ndarray, acc: np.ndarray, block_row: int, block_col: int, WM: int, WN: int,
+                       warps_n: int) -> None:
+    """mma_fp16.cu's MMA_SMEM_EPILOGUE for a block inside C: per warp and 16-row step mi, the
+    accumulator pairs into the staging buffer (rows of EP_LD floats), then float4 rows to C."""
+    ep_ld, row_f4 = WN + 8, WN // 4
+    lane = np.arange(32)
+    g, t = lane >> 2, lane & 3
+    for warp in range(acc.shape[0]):
+        row0 = block_row + (warp // warps_n) * WM
+        col0 = block_col + (warp % warps_n) * WN
+        for mi in range(WM // 16):
+            buf = np.full(16 * ep_ld, np.nan)
+            for h in range(2):
+                for ni in range(WN // 8):
+                    at = (g + 8 * h) * ep_ld + ni * 8 + 2 * t
+                    assert np.isnan(buf[at]).all() and np.isnan(buf[at + 1]).all(), "two lanes stage one element"
+                    buf[at], buf[at + 1] = acc[warp, :, mi, ni, 2 * h], acc[warp, :, mi, ni, 2 * h + 1]
+            for p in range(16 * row_f4 // 32):
+                r, c4 = (p * 32 + lane) // row_f4, (p * 32 + lane) % row_f4
+                for e in range(4):
+                    v = buf[r * ep_ld + c4 * 4 + e]
+                    assert not np.isnan(v).any(), "a float4 read an element no lane staged"
+                    rows, cols = row0 + mi * 16 + r, col0 + c4 * 4 + e
+                    assert np.isnan(C[rows, cols]).all(), "an output written twice"
+                    C[rows, cols] = v
+
+
 @pytest.mark.parametrize(("shape", "vec"), [
     pytest.param((130, 264, 64), True, id="130x264x64-vec"),
     pytest.param((37, 45, 23), False, id="37x45x23-scalar"),
     pytest.param((129, 136, 40), True, id="129x136x40-vec"),
     pytest.param((264, 264, 88), True, id="264x264x88-vec"),  # inner blocks, a partial K slice
 ])
-@pytest.mark.parametrize("kernel", [reference_kernels.mma_fp16, candidates.mma_128x256x64_s3_cs3,
+@pytest.mark.parametrize("kernel", [reference_kernels.mma_fp16, candidates.mma_256x128x64_s3_cs3,
+                                    candidates.mma_128x256x64_s3_cs3_lean_se, candidates.mma_128x256x64_s3_cs3,
                                     candidates.mma_128x128x64_s3_cs3, candidates.mma_128x256x32_s4_cs1,
                                     candidates.mma_128x256x32_s4_cs1_lean, candidates.mma_256x128x64_s3_cs3_lean],
                          ids=lambda k: k.name)
