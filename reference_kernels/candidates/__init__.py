@@ -6,11 +6,13 @@ and worth ranking against. Two sources, each built several ways through ``-D``
 options (NOTES.md beside the ladder's README gives the reasoning and the
 predictions for each):
 
-``../mma_fp16.cu`` (``gemm_mma_fp16``; its 256 x 128 build, copies spread over 3 k16 steps, is the rung ``mma-fp16``)
+``../mma_fp16.cu`` (``gemm_mma_fp16``; its 256 x 128 ``-mbar-se`` build is the rung ``mma-fp16``)
     fp16 in, fp32 accumulate: inline-PTX ``mma.sync.m16n8k16``, operands from
     XOR-swizzled shared memory through ``ldmatrix`` (``.trans`` for B), a
-    ``cp.async`` ring of 3 K slices of 64, fragments one k16 step ahead, fp32
-    pairs stored straight from the accumulators. sm_80+.
+    ``cp.async`` ring of 3 K slices of 64 (guarded by a block barrier per slice,
+    or by full/empty mbarriers: ``-mbar``), fragments one k16 step ahead, fp32
+    pairs stored straight from the accumulators (or staged through shared
+    memory and stored as float4 rows: ``-se``). sm_80+.
 ``../sgemm.cu`` (``gemm_sgemm``; its 128 x 256 x 16 register-prefetch build is the rung ``warptile-256``)
     FP32 FFMA only: 256 threads, warps 2 x 4, lanes 8 x 4, 8 x 8 or 8 x 16
     outputs per lane in 4-wide column groups; the shared tiles filled either by
