@@ -123,7 +123,8 @@ def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK, mbar: bool =
 
 def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
                     name: str | None = None, bk: int = MMA_BK, spread: int = 3, lean: bool = False,
-                    smem_epilogue: bool = False, mbar: bool = False, copy_at: int = 0) -> CudaKernel:
+                    smem_epilogue: bool = False, mbar: bool = False, copy_at: int = 0, try_wait: bool = False,
+                    arrive_all: bool = False) -> CudaKernel:
     """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
     ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``);
     ``spread``: the steady-state loop issues the next slice's copies over that many k16 steps
@@ -131,12 +132,15 @@ def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks:
     (``-DMMA_LEAN=1``, name suffix ``-lean``); ``smem_epilogue``: C staged through shared memory
     and stored as float4 rows (``-DMMA_SMEM_EPILOGUE=1``, ``-se``); ``mbar``: the ring guarded by
     mbarriers instead of a block barrier per slice (``-DMMA_MBAR=1``, ``-mbar``), its copies
-    issued from k16 step ``copy_at`` on (``-DMMA_COPY_AT``, ``-at<n>``)."""
+    issued from k16 step ``copy_at`` on (``-DMMA_COPY_AT``, ``-at<n>``), waited for with sm_90's
+    ``try_wait`` (``try_wait``: ``-DMMA_TRY_WAIT=1``, ``-tw``), released by every thread rather than
+    one per warp (``arrive_all``: ``-DMMA_ARRIVE_ALL=1``, ``-aa``)."""
     threads = (bm // wm) * (bn // wn) * 32
     options = (f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}", f"-DMMA_BK={bk}",
                f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", f"-DMMA_SPREAD={spread}")
     flags = (("-DMMA_LEAN=1", lean, "-lean"), ("-DMMA_MBAR=1", mbar, "-mbar"),
              (f"-DMMA_COPY_AT={copy_at}", copy_at != 0, f"-at{copy_at}"),
+             ("-DMMA_TRY_WAIT=1", try_wait, "-tw"), ("-DMMA_ARRIVE_ALL=1", arrive_all, "-aa"),
              ("-DMMA_SMEM_EPILOGUE=1", smem_epilogue, "-se"))
     return CudaKernel(
         source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),

@@ -36,6 +36,9 @@
 //   MMA_MBAR         0 or 1 [1]: blocks inside C guard the ring with mbarriers (below), no
 //                    cp.async groups and no __syncthreads in the loop
 //   MMA_COPY_AT      with MMA_MBAR: the steady loop's copies start at this k16 step [0]
+//   MMA_TRY_WAIT     with MMA_MBAR, 0 or 1 [0]: on sm_90+ wait with mbarrier.try_wait (the
+//                    thread may be suspended) instead of spinning on test_wait
+//   MMA_ARRIVE_ALL   with MMA_MBAR, 0 or 1 [0]: every thread arrives on `empty` (no __syncwarp)
 //   MMA_SMEM_EPILOGUE 0 or 1 [1]: blocks inside C, with C 16-byte aligned, store C through
 //                    shared memory as float4 rows (the epilogue below)
 // (The macros default to 0, the rung's declaration in __init__.py sets the bracketed values.)
@@ -154,6 +157,12 @@
 #ifndef MMA_COPY_AT
 #define MMA_COPY_AT 0
 #endif
+#ifndef MMA_TRY_WAIT
+#define MMA_TRY_WAIT 0
+#endif
+#ifndef MMA_ARRIVE_ALL
+#define MMA_ARRIVE_ALL 0
+#endif
 
 #define MMA_THREADS ((MMA_BM / MMA_WM) * (MMA_BN / MMA_WN) * 32)
 
@@ -211,6 +220,9 @@ static_assert(MMA_LEAN == 0 || MMA_LEAN == 1, "MMA_LEAN must be 0 or 1");
 static_assert(SE == 0 || SE == 1, "MMA_SMEM_EPILOGUE must be 0 or 1");
 static_assert(SE == 0 || EP_BYTES <= RING_BYTES, "the staged C tiles must fit in the ring");
 static_assert(MBAR == 0 || MBAR == 1, "MMA_MBAR must be 0 or 1");
+static_assert((MMA_TRY_WAIT == 0 || MMA_TRY_WAIT == 1) && (MMA_ARRIVE_ALL == 0 || MMA_ARRIVE_ALL == 1) &&
+              (MBAR || (MMA_TRY_WAIT == 0 && MMA_ARRIVE_ALL == 0)),
+              "MMA_TRY_WAIT and MMA_ARRIVE_ALL are 0 or 1, and only with MMA_MBAR=1");
 static_assert(COPY_AT >= 0 && COPY_AT + SPREAD <= (MBAR ? KSTEPS : KSTEPS - 1) && (MBAR || COPY_AT == 0),
               "MMA_COPY_AT: the copies must be issued inside the slice (and, with the barrier ring, from step 0)");
 
@@ -298,6 +310,18 @@ static __device__ __forceinline__ void cp_async_mbar_arrive(unsigned int bar)
 
 static __device__ __forceinline__ void mbar_wait(unsigned int bar, unsigned int parity)
 {
+#if MMA_TRY_WAIT && __CUDA_ARCH__ >= 900
+    // sm_90's try_wait may suspend the thread until the phase completes, so a waiting warp does
+    // not take issue slots from the warps still computing (test_wait spins).
+    asm volatile(
+        "{\n\t.reg .pred done;\n"
+        "WAIT_%=:\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+        "@!done bra WAIT_%=;\n\t}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+    return;
+#endif
     asm volatile(
         "{\n\t.reg .pred done;\n"
         "WAIT_%=:\n\t"
@@ -531,7 +555,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
 #pragma unroll
             for (int s = 0; s < STAGES; ++s) {
                 mbar_init(fullBar + s * 8, NTHREADS);
-                mbar_init(emptyBar + s * 8, NWARPS);
+                mbar_init(emptyBar + s * 8, MMA_ARRIVE_ALL ? NTHREADS : NWARPS);
             }
         }
         __syncthreads();  // the barriers are initialised before anyone arrives
@@ -638,10 +662,15 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
                 } else {
                     load_frags(af[(kk + 1) & 1], bf[(kk + 1) & 1], readStage, kk + 1);
                     if (mbar && kk == KSTEPS - 2) {
-                        // This warp's last ldmatrix of tile kt was just issued: release its stage.
-                        __syncwarp();
-                        if (lane == 0) {
+                        // This warp's last ldmatrix of tile kt was just issued: release its stage
+                        // (MMA_ARRIVE_ALL: every thread arrives, no __syncwarp).
+                        if constexpr (MMA_ARRIVE_ALL) {
                             mbar_arrive(emptyBar + readStage * 8);
+                        } else {
+                            __syncwarp();
+                            if (lane == 0) {
+                                mbar_arrive(emptyBar + readStage * 8);
+                            }
                         }
                     }
                 }

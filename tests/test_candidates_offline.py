@@ -185,6 +185,8 @@ def test_mma_options_reach_the_code(kernel: CudaKernel) -> None:
         assert (instruction in ptx) == bool(o.get("MMA_MBAR", 0)), f"{kernel.name}: {instruction}"
     # the float4 copies of C reach the PTX as st.global.v4 of 32-bit words (.u32 from NVRTC 12.9)
     assert bool(re.search(r"st\.global\.v4\.[fub]32", ptx)) == bool(o.get("MMA_SMEM_EPILOGUE", 0)), kernel.name
+    assert ("mbarrier.try_wait.parity" in _ptx(kernel, "sm_90")) == bool(o.get("MMA_TRY_WAIT", 0)), kernel.name
+    assert "mbarrier.try_wait" not in ptx, f"{kernel.name}: try_wait (sm_90+) in the sm_80 build"
 
 
 @needs_nvrtc
@@ -218,11 +220,14 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     bm, bn, wm, wn, stages = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
     bk, spread, lean = o["MMA_BK"], o["MMA_SPREAD"], o.get("MMA_LEAN", 0)
     mbar, copy_at, se = o.get("MMA_MBAR", 0), o.get("MMA_COPY_AT", 0), o.get("MMA_SMEM_EPILOGUE", 0)
-    flags = {"MMA_LEAN", "MMA_MBAR", "MMA_COPY_AT", "MMA_SMEM_EPILOGUE"}
+    flags = {"MMA_LEAN", "MMA_MBAR", "MMA_COPY_AT", "MMA_SMEM_EPILOGUE", "MMA_TRY_WAIT", "MMA_ARRIVE_ALL"}
+    tw, aa = o.get("MMA_TRY_WAIT", 0), o.get("MMA_ARRIVE_ALL", 0)
     assert set(o) - flags == {"MMA_BM", "MMA_BN", "MMA_WM", "MMA_WN", "MMA_BK", "MMA_STAGES", "MMA_MIN_BLOCKS",
                               "MMA_SPREAD"}
     assert kernel.name == (f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}" + ("-lean" if lean else "")
-                           + ("-mbar" if mbar else "") + (f"-at{copy_at}" if copy_at else "") + ("-se" if se else ""))
+                           + ("-mbar" if mbar else "") + (f"-at{copy_at}" if copy_at else "") + ("-tw" if tw else "")
+                           + ("-aa" if aa else "") + ("-se" if se else ""))
+    assert mbar or not (tw or aa), "try_wait and arrive-all only in the mbarrier ring"
     assert all(o[f] != 0 for f in flags & set(o)), "each option only where the build uses it"
     assert copy_at == 0 or (mbar and copy_at + spread <= bk // 16), "copies from a later step only in the mbarrier ring"
     assert (bk % 64 == 0 or bk == 32) and bn % 64 == 0 and wn % 64 == 0 and 1 <= spread < bk // 16, (

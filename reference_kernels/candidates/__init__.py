@@ -31,9 +31,10 @@ from reference_kernels import MMA_BK, mma_fp16_kernel, mma_smem_bytes, sgemm_ker
 
 
 def _mma(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int, spread: int = 3, bk: int = MMA_BK,
-         lean: bool = False, se: bool = False, mbar: bool = False, copy_at: int = 0) -> CudaKernel:
+         lean: bool = False, se: bool = False, mbar: bool = False, copy_at: int = 0, tw: bool = False,
+         aa: bool = False) -> CudaKernel:
     return mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks, bk=bk, spread=spread, lean=lean,
-                           smem_epilogue=se, mbar=mbar, copy_at=copy_at)
+                           smem_epilogue=se, mbar=mbar, copy_at=copy_at, try_wait=tw, arrive_all=aa)
 
 
 def _sgemm(bn: int, bk: int, fill: int, stages: int, min_blocks: int) -> CudaKernel:
@@ -75,6 +76,13 @@ mma_256x128x64_s3_cs3_lean_mbar_se = _mma(256, 128, 64, 64, stages=3, min_blocks
                                           se=True)
 mma_128x256x64_s3_cs3_mbar_se = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, se=True)
 mma_256x128x32_s5_cs1_mbar_se = _mma(256, 128, 64, 64, stages=5, min_blocks=1, spread=1, bk=32, mbar=True, se=True)
+# The rung's build with waits that suspend (sm_90's try_wait), every thread releasing a stage, both.
+mma_256x128x64_s3_cs3_mbar_tw_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, tw=True,
+                                        se=True)
+mma_256x128x64_s3_cs3_mbar_aa_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, aa=True,
+                                        se=True)
+mma_256x128x64_s3_cs3_mbar_tw_aa_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, tw=True,
+                                           aa=True, se=True)
 mma_128x256x64_s3_cs3_lean_se = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True, se=True)
 mma_128x256x64_s3_cs3_lean_mbar_se = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True,
                                           mbar=True, se=True)
@@ -102,6 +110,8 @@ MMA_CANDIDATES: list[CudaKernel] = [mma_256x128x64_s3_cs1, mma_256x128x64_s3_cs3
                                     mma_256x128x64_s3_cs3_mbar_at1_se, mma_256x128x64_s3_cs1_mbar_se,
                                     mma_256x128x64_s3_cs2_mbar_se, mma_256x128x64_s3_cs3_lean_mbar_se,
                                     mma_128x256x64_s3_cs3_mbar_se, mma_256x128x32_s5_cs1_mbar_se,
+                                    mma_256x128x64_s3_cs3_mbar_tw_se, mma_256x128x64_s3_cs3_mbar_aa_se,
+                                    mma_256x128x64_s3_cs3_mbar_tw_aa_se,
                                     mma_128x256x64_s3_cs3_lean_se,
                                     mma_128x256x64_s3_cs3_lean_mbar_se, mma_128x256x32_s4_cs1_lean_mbar_se]
 SGEMM_CANDIDATES: list[CudaKernel] = [
@@ -133,6 +143,9 @@ DESIGNS: dict[str, str] = {
     "mma-fp16-256x128x64-s3-cs3-lean-mbar-se": "the rung's tile with the lean loop, mbarrier ring, shared-memory epilogue",
     "mma-fp16-128x256x64-s3-cs3-mbar-se": "128x256x64, mbarrier ring, shared-memory epilogue",
     "mma-fp16-256x128x32-s5-cs1-mbar-se": "256x128, K slices of 32, 5-slice ring (120 KB), mbarrier ring, shared-memory epilogue",
+    "mma-fp16-256x128x64-s3-cs3-mbar-tw-se": "the rung's build waiting with sm_90's try_wait (may suspend) instead of spinning on test_wait",
+    "mma-fp16-256x128x64-s3-cs3-mbar-aa-se": "the rung's build with every thread arriving on a stage's empty barrier (no __syncwarp)",
+    "mma-fp16-256x128x64-s3-cs3-mbar-tw-aa-se": "the rung's build with both: try_wait, every thread arriving",
     "mma-fp16-128x256x64-s3-cs3-lean-se": "128x256x64 lean, shared-memory epilogue",
     "mma-fp16-128x256x64-s3-cs3-lean-mbar-se": "128x256x64 lean, mbarrier ring, shared-memory epilogue",
     "mma-fp16-128x256x32-s4-cs1-lean-mbar-se": "CUTLASS's tile (128x256x32, 4 stages), lean, mbarrier ring, shared-memory epilogue",
@@ -163,7 +176,8 @@ __all__ = [
     "mma_128x256x64_s3_cs3_lean", "mma_256x128x64_s3_cs3_lean", "mma_256x128x64_s3_cs3_se",
     "mma_256x128x64_s3_cs3_mbar", "mma_256x128x64_s3_cs3_mbar_se", "mma_256x128x64_s3_cs3_mbar_at1_se",
     "mma_256x128x64_s3_cs1_mbar_se", "mma_256x128x64_s3_cs2_mbar_se", "mma_256x128x64_s3_cs3_lean_mbar_se",
-    "mma_128x256x64_s3_cs3_mbar_se", "mma_256x128x32_s5_cs1_mbar_se",
+    "mma_128x256x64_s3_cs3_mbar_se", "mma_256x128x32_s5_cs1_mbar_se", "mma_256x128x64_s3_cs3_mbar_tw_se",
+    "mma_256x128x64_s3_cs3_mbar_aa_se", "mma_256x128x64_s3_cs3_mbar_tw_aa_se",
     "mma_128x256x64_s3_cs3_lean_se", "mma_128x256x64_s3_cs3_lean_mbar_se", "mma_128x256x32_s4_cs1_lean_mbar_se",
     "sgemm_128x128x8_rp2", "sgemm_128x128x16_cp2", "sgemm_128x128x16_cp3",
     "sgemm_128x256x8_rp2", "sgemm_128x256x16_cp2", "sgemm_128x256x8_cp3",
