@@ -308,24 +308,19 @@ static __device__ __forceinline__ void cp_async_mbar_arrive(unsigned int bar)
     asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
+// sm_90's try_wait may suspend the thread until the phase completes (MMA_TRY_WAIT), so a waiting
+// warp would not take issue slots from the warps still computing; test_wait (sm_80+) spins.
+#if MMA_TRY_WAIT && __CUDA_ARCH__ >= 900
+#define MMA_MBAR_WAIT_OP "mbarrier.try_wait.parity.shared::cta.b64"
+#else
+#define MMA_MBAR_WAIT_OP "mbarrier.test_wait.parity.shared.b64"
+#endif
+
 static __device__ __forceinline__ void mbar_wait(unsigned int bar, unsigned int parity)
 {
-#if MMA_TRY_WAIT && __CUDA_ARCH__ >= 900
-    // sm_90's try_wait may suspend the thread until the phase completes, so a waiting warp does
-    // not take issue slots from the warps still computing (test_wait spins).
     asm volatile(
         "{\n\t.reg .pred done;\n"
-        "WAIT_%=:\n\t"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-        "@!done bra WAIT_%=;\n\t}\n" ::"r"(bar),
-        "r"(parity)
-        : "memory");
-    return;
-#endif
-    asm volatile(
-        "{\n\t.reg .pred done;\n"
-        "WAIT_%=:\n\t"
-        "mbarrier.test_wait.parity.shared.b64 done, [%0], %1;\n\t"
+        "WAIT_%=:\n\t" MMA_MBAR_WAIT_OP " done, [%0], %1;\n\t"
         "@!done bra WAIT_%=;\n\t}\n" ::"r"(bar),
         "r"(parity)
         : "memory");

@@ -383,7 +383,8 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
             a_dst = (a_row * A_LD + _swizzle_a(tid % A_CR, a_row, BK) * 8) * 2
             b_dst = (b_row * B_LD + swizzled(tid % B_CR, b_row) * 8) * 2
             acc = np.zeros((NT // 32, 32, MI, NI, 4))
-            inner_lean = lean and vec and block_row + BM <= M and block_col + BN <= N
+            inner = vec and block_row + BM <= M and block_col + BN <= N  # gemm_body<FILL_INNER>
+            inner_lean = lean and inner
             k_shift = k_tiles * BK - K if inner_lean else 0
             for kt in range(k_tiles):
                 stage, k0 = kt % STAGES, kt * BK - k_shift
@@ -434,7 +435,7 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
                             for ni in range(NI):
                                 assert not np.isnan(bf[ni]).any(), "ldmatrix read an unwritten B element"
                                 acc[warp, :, mi, ni] = _mma_m16n8k16(af[mi], bf[ni], acc[warp, :, mi, ni])
-            if se and vec and block_row + BM <= M and block_col + BN <= N:
+            if se and inner:
                 _mma_smem_epilogue(C, acc, block_row, block_col, WM, WN, WARPS_N)
                 continue
             for warp in range(NT // 32):
