@@ -2,6 +2,7 @@
 out-of-memory it was, memory release, the process bound, the GPU lock, start-up limits."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -319,10 +320,15 @@ def test_the_lock_is_keyed_by_the_gpu_this_process_uses(tmp_path):
 
 
 STEPPER = textwrap.dedent("""
-    import json, sys, time
+    import json, os, sys, time
     from pytest_gemm.measure.gpu_lock import gpu_lock
     exclusive, act, at, then, directory, log = sys.argv[1] == "x", sys.argv[2], float(sys.argv[3]), \\
         float(sys.argv[4]), sys.argv[5], sys.argv[6]
+    after, delay, asking = sys.argv[7], float(sys.argv[8]), sys.argv[9]
+    while after != "-" and not os.path.exists(after):  # the one before has asked for the lock
+        time.sleep(0.005)
+    time.sleep(delay)
+    open(asking, "w").close()
     events = []
     with gpu_lock(exclusive, key="7", directory=directory, what=act) as hold:
         events.append(("held", time.time()))
@@ -341,16 +347,20 @@ STEPPER = textwrap.dedent("""
 
 
 def _steppers(tmp_path: Path, plan: list[tuple[str, str, float, float, float]], **env: str) -> dict[str, dict]:
-    """One process per (kind, act, at, then, delay before it starts): act "presume" is presumed
-    hung after ``at`` s and runs on ``then`` s; "aside" steps aside after ``at`` s for ``then`` s;
-    "hold" (and any other name) holds ``at`` s. Their events by act."""
+    """One process per (kind, act, at, then, delay): each asks for the lock ``delay`` s after the
+    one before it asked (counted from that moment, not from the processes' start, which a loaded
+    machine can slow by more than the delays); act "presume" is presumed hung after ``at`` s and
+    runs on ``then`` s; "aside" steps aside after ``at`` s for ``then`` s; "hold" (and any other
+    name) holds ``at`` s. Their events by act."""
     (tmp_path / "stepper.py").write_text(STEPPER)
     log = tmp_path / "events.log"
-    procs = []
-    for kind, act, at, then, delay in plan:
-        time.sleep(delay)
+    procs, after = [], "-"
+    for n, (kind, act, at, then, delay) in enumerate(plan):
+        asking = str(tmp_path / f"asking-{n}")
         procs.append(subprocess.Popen([sys.executable, str(tmp_path / "stepper.py"), kind, act, str(at), str(then),
-                                       str(tmp_path / "locks"), str(log)], env=fakegpu.env(tmp_path, **env)))
+                                       str(tmp_path / "locks"), str(log), after, str(delay), asking],
+                                      env=fakegpu.env(tmp_path, **env)))
+        after = asking
     for proc in procs:
         assert proc.wait(timeout=60) == 0
     import json
@@ -409,8 +419,10 @@ def test_a_nested_hold_owns_nothing_and_cannot_end_the_outer_one(tmp_path):
 
 
 WRITER = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from pytest_gemm.measure.gpu_lock import gpu_lock
+    while not os.path.exists(sys.argv[3]):  # the hold under test has begun
+        time.sleep(0.005)
     time.sleep(float(sys.argv[1]))
     asked = time.time()
     with gpu_lock(True):
@@ -420,8 +432,10 @@ WRITER = textwrap.dedent("""
 
 
 READER = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from pytest_gemm.measure.gpu_lock import gpu_lock
+    while not os.path.exists(sys.argv[3]):
+        time.sleep(0.005)
     time.sleep(float(sys.argv[1]))
     with gpu_lock(False):
         held = time.time()
@@ -430,23 +444,39 @@ READER = textwrap.dedent("""
 
 
 def _others_during(tmp_path: Path, run) -> tuple[float, float, float, float, Exception | None]:
-    """A timed check's process asking for the GPU 0.3 s after ``run()`` starts, and a correctness
-    check's 1.5 s after: (when run started, when it ended, when the timed check held the GPU,
-    when the correctness check did, what run raised)."""
+    """A timed check's process asking for the GPU 0.3 s after the hold under test begins, and a
+    correctness check's 1.5 s after: (when the hold began, when run ended, when the timed check held
+    the GPU, when the correctness check did, what run raised). ``run(guard)`` gets the guard to hold.
+    The offsets count from the hold, not from the processes' start: on a loaded machine the child's
+    start-up can take longer than 0.3 s, and a timed check asking before the hold is taken rightly
+    goes first."""
     (tmp_path / "writer.py").write_text(WRITER)
     (tmp_path / "reader.py").write_text(READER)
-    wrote, read = tmp_path / "writer.txt", tmp_path / "reader.txt"
-    procs = [subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), "0.3", str(wrote)], env=fakegpu.env(tmp_path)),
-             subprocess.Popen([sys.executable, str(tmp_path / "reader.py"), "1.5", str(read)], env=fakegpu.env(tmp_path))]
-    started, raised = time.time(), None
+    wrote, read, began = tmp_path / "writer.txt", tmp_path / "reader.txt", tmp_path / "hold-began"
+    held_at: list[float] = []
+
+    @contextlib.contextmanager
+    def guard():
+        with gpu_lock(False) as hold:
+            held_at.append(time.time())
+            began.touch()
+            yield hold
+
+    procs = [subprocess.Popen([sys.executable, str(tmp_path / "writer.py"), "0.3", str(wrote), str(began)],
+                              env=fakegpu.env(tmp_path)),
+             subprocess.Popen([sys.executable, str(tmp_path / "reader.py"), "1.5", str(read), str(began)],
+                              env=fakegpu.env(tmp_path))]
+    raised = None
     try:
-        run()
+        run(guard)
     except Exception as exc:  # noqa: BLE001 - the test reads it
         raised = exc
     ended = time.time()
+    began.touch()  # never leave the two waiting
     for proc in procs:
         assert proc.wait(timeout=60) == 0
-    return started, ended, float(wrote.read_text().split()[1]), float(read.read_text()), raised
+    assert held_at, "the hold under test was never taken"
+    return held_at[0], ended, float(wrote.read_text().split()[1]), float(read.read_text()), raised
 
 
 def test_a_check_presumed_hung_keeps_timings_off_the_gpu_but_not_the_other_checks(tmp_path, monkeypatch):
@@ -458,8 +488,8 @@ def test_a_check_presumed_hung_keeps_timings_off_the_gpu_but_not_the_other_check
     client = sandbox.SandboxClient("fake_kernels.py:hang", 0, str(tmp_path), env=fakegpu.env(tmp_path))
     try:
         client.start()
-        started, ended, timed, other, raised = _others_during(tmp_path, lambda: client.run(
-            "exact", [64, 64, 64], {}, {}, timeout=4.0, guard=lambda: gpu_lock(False), hold_s=1.0))
+        started, ended, timed, other, raised = _others_during(tmp_path, lambda guard: client.run(
+            "exact", [64, 64, 64], {}, {}, timeout=4.0, guard=guard, hold_s=1.0))
     finally:
         client.stop()
     assert isinstance(raised, GemmCheckFailure) and raised.category == cat.TIMEOUT
@@ -470,8 +500,8 @@ def test_a_check_presumed_hung_keeps_timings_off_the_gpu_but_not_the_other_check
     client = sandbox.SandboxClient("fake_kernels.py:hang", 0, str(tmp_path), env=fakegpu.env(tmp_path))
     try:
         client.start()
-        started, ended, timed, other, raised = _others_during(tmp_path, lambda: client.run(
-            "exact", [64, 64, 64], {}, {}, timeout=3.0, guard=lambda: gpu_lock(False)))
+        started, ended, timed, other, raised = _others_during(tmp_path, lambda guard: client.run(
+            "exact", [64, 64, 64], {}, {}, timeout=3.0, guard=guard))
     finally:
         client.stop()
     assert other >= timed >= ended - 0.05
@@ -483,8 +513,8 @@ def test_a_start_up_presumed_hung_lets_the_other_checks_run(tmp_path, monkeypatc
     client = sandbox.SandboxClient("fake_kernels.py:ok", 0, str(tmp_path),
                                    env=fakegpu.env(tmp_path, FAKEGPU_PREPARE_S="3.5"))
     try:
-        started, ended, timed, other, raised = _others_during(tmp_path, lambda: client.start(
-            "64x64x64", lambda: gpu_lock(False), hold_s=0.8))
+        started, ended, timed, other, raised = _others_during(tmp_path, lambda guard: client.start(
+            "64x64x64", guard, hold_s=0.8))
     finally:
         client.stop()
     assert raised is None and ended >= started + 3.5  # the start-up ran its 3.5 s...
