@@ -213,6 +213,15 @@ def test_candidates_are_not_ladder_rungs() -> None:
     assert len({id(k) for k in ALL}) == len(ALL) == len(MMA) + len(SGEMM)
 
 
+def test_every_declared_build_is_a_candidate_under_the_attribute_its_name_spells() -> None:
+    # the lists are read off the module's declarations: a build declared there is measured, and
+    # its attribute (what --gemm-kernel reference_kernels.candidates:ATTR names) follows its name
+    declared = {attr: k for attr in candidates.__all__ if isinstance(k := getattr(candidates, attr), CudaKernel)}
+    assert sorted(map(id, declared.values())) == sorted(map(id, ALL))
+    for attr, kernel in declared.items():
+        assert attr == str(kernel.name).replace("mma-fp16-", "mma_").replace("-", "_")
+
+
 @pytest.mark.parametrize("kernel", MMA, ids=lambda k: k.name)
 def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     kernel.validate()

@@ -30,134 +30,128 @@ from pytest_gemm.model.contract import CudaKernel
 from reference_kernels import MMA_BK, mma_fp16_kernel, mma_smem_bytes, sgemm_kernel, sgemm_smem_bytes
 
 
-def _mma(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int, spread: int = 3, bk: int = MMA_BK,
-         lean: bool = False, se: bool = False, mbar: bool = False, copy_at: int = 0, tw: bool = False,
-         aa: bool = False) -> CudaKernel:
-    return mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks, bk=bk, spread=spread, lean=lean,
-                           smem_epilogue=se, mbar=mbar, copy_at=copy_at, try_wait=tw, arrive_all=aa)
+#: One line per candidate: what it is, for tables and NOTES.md (filled as each build is declared).
+DESIGNS: dict[str, str] = {}
 
 
-def _sgemm(bn: int, bk: int, fill: int, stages: int, min_blocks: int) -> CudaKernel:
-    return sgemm_kernel(bn, bk, fill, stages, min_blocks)
+def _declare(kernel: CudaKernel, design: str) -> CudaKernel:
+    DESIGNS[str(kernel.name)] = design
+    return kernel
+
+
+def _mma(design: str, bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int, spread: int = 3,
+         bk: int = MMA_BK, lean: bool = False, se: bool = False, mbar: bool = False, copy_at: int = 0,
+         tw: bool = False, aa: bool = False) -> CudaKernel:
+    return _declare(mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks, bk=bk, spread=spread, lean=lean,
+                                    smem_epilogue=se, mbar=mbar, copy_at=copy_at, try_wait=tw, arrive_all=aa),
+                    design)
+
+
+def _sgemm(design: str, bn: int, bk: int, fill: int, stages: int, min_blocks: int) -> CudaKernel:
+    return _declare(sgemm_kernel(bn, bk, fill, stages, min_blocks), design)
 
 
 # Tensor cores, fp16 in / fp32 out: 8 warps of 64 x 64 (4 on 128 x 128), K slices of 64, the
 # swizzled shared rows and the pipelined loop of the rung. The builds measured before (K slices
 # of 32, padded rows, other loops, blocks grouped for the L2: NOTES.md) were taken out of
 # mma_fp16.cu with their options; they are in its history up to commit 7303d22.
-# The next slice's copies all at the first k16 step (cs1), or spread over three (cs3: the rung).
-mma_256x128x64_s3_cs1 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=1)
-mma_256x128x64_s3_cs3 = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3)
-# B's slice the larger; and 128 x 128 tiles of 4 warps, 2 blocks per SM on sm_90 (1 on sm_80).
-mma_128x256x64_s3_cs3 = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3)
-mma_128x128x64_s3_cs3 = _mma(128, 128, 64, 64, stages=3, min_blocks=2, spread=3)
+mma_256x128x64_s3_cs1 = _mma("the rung's build with the next slice's copies all issued in the first k16 step",
+                             256, 128, 64, 64, stages=3, min_blocks=1, spread=1)
+mma_256x128x64_s3_cs3 = _mma("256x128, 8 warps of 64x64, K slices of 64, 3-slice ring, copies over 3 k16 steps "
+                             "(the rung mma-fp16)", 256, 128, 64, 64, stages=3, min_blocks=1, spread=3)
+mma_128x256x64_s3_cs3 = _mma("128x256, 8 warps of 64x64, the same loop",
+                             128, 256, 64, 64, stages=3, min_blocks=1, spread=3)
+mma_128x128x64_s3_cs3 = _mma("128x128, 4 warps of 64x64, 2 blocks/SM on sm_90, the same loop",
+                             128, 128, 64, 64, stages=3, min_blocks=2, spread=3)
 # Issue 29: toward CUTLASS's best sm_80 kernel (128x256x32, 4 stages: 0.629-0.632 of cuBLAS fp16
 # on the H200, the rung 0.572-0.575). K slices of 32 (64-byte A rows, swizzled in pairs), and the
 # lean loop (-DMMA_LEAN=1: partial K slice first, one unchecked steady loop, a copy-free tail,
 # 32-bit copy strides, the scalar fill not unrolled): 216-234 registers instead of 255, no
 # spills; measured on the H200 no faster than the rung (0.96x with K slices of 32, 1.00x with
 # 64; NOTES.md, "Issue 29: mma-fp16 toward CUTLASS's best sm_80 tile").
-mma_128x256x32_s4_cs1 = _mma(128, 256, 64, 64, stages=4, min_blocks=1, spread=1, bk=32)
-mma_128x256x32_s4_cs1_lean = _mma(128, 256, 64, 64, stages=4, min_blocks=1, spread=1, bk=32, lean=True)
-mma_256x128x32_s4_cs1_lean = _mma(256, 128, 64, 64, stages=4, min_blocks=1, spread=1, bk=32, lean=True)
-mma_128x256x64_s3_cs3_lean = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True)
-mma_256x128x64_s3_cs3_lean = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, lean=True)
+mma_128x256x32_s4_cs1 = _mma("CUTLASS's best tile: 128x256, K slices of 32 (A rows swizzled in pairs), 4-slice ring "
+                             "(96 KB), the rung's loop", 128, 256, 64, 64, stages=4, min_blocks=1, spread=1, bk=32)
+mma_128x256x32_s4_cs1_lean = _mma("the same tile with the lean loop (partial slice first, one unchecked steady loop, "
+                                  "32-bit strides)", 128, 256, 64, 64, stages=4, min_blocks=1, spread=1, bk=32,
+                                  lean=True)
+mma_256x128x32_s4_cs1_lean = _mma("256x128, K slices of 32, 4-slice ring, the lean loop",
+                                  256, 128, 64, 64, stages=4, min_blocks=1, spread=1, bk=32, lean=True)
+mma_128x256x64_s3_cs3_lean = _mma("128x256x64, 3-slice ring, copies over 3 k16 steps, the lean loop",
+                                  128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True)
+mma_256x128x64_s3_cs3_lean = _mma("the rung's build with the lean loop",
+                                  256, 128, 64, 64, stages=3, min_blocks=1, spread=3, lean=True)
 # Issue 29, what separates the rung from CUTLASS (NOTES.md: its epilogue and its slice barrier
 # each cost it about 6 %): C staged through shared memory and stored as float4 rows (se), and
 # the ring guarded by mbarriers, no block barrier per slice (mbar; at1: copies from step 1 on).
-mma_256x128x64_s3_cs3_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, se=True)
-mma_256x128x64_s3_cs3_mbar = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True)
-mma_256x128x64_s3_cs3_mbar_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, se=True)
-mma_256x128x64_s3_cs3_mbar_at1_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True,
-                                         copy_at=1, se=True)
-mma_256x128x64_s3_cs1_mbar_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=1, mbar=True, se=True)
-mma_256x128x64_s3_cs2_mbar_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=2, mbar=True, se=True)
-mma_256x128x64_s3_cs3_lean_mbar_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, lean=True, mbar=True,
-                                          se=True)
-mma_128x256x64_s3_cs3_mbar_se = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, se=True)
-mma_256x128x32_s5_cs1_mbar_se = _mma(256, 128, 64, 64, stages=5, min_blocks=1, spread=1, bk=32, mbar=True, se=True)
+mma_256x128x64_s3_cs3_se = _mma("the rung's build, C staged through shared memory and stored as float4 rows",
+                                256, 128, 64, 64, stages=3, min_blocks=1, spread=3, se=True)
+mma_256x128x64_s3_cs3_mbar = _mma("the rung's build, the ring guarded by full/empty mbarriers (no block barrier "
+                                  "per slice)", 256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True)
+mma_256x128x64_s3_cs3_mbar_se = _mma("the rung's build with both: mbarrier ring and shared-memory epilogue",
+                                     256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, se=True)
+mma_256x128x64_s3_cs3_mbar_at1_se = _mma("mbarrier ring, copies from k16 step 1 (more slack for the slowest warp), "
+                                         "shared-memory epilogue", 256, 128, 64, 64, stages=3, min_blocks=1,
+                                         spread=3, mbar=True, copy_at=1, se=True)
+mma_256x128x64_s3_cs1_mbar_se = _mma("mbarrier ring and shared-memory epilogue, the next slice's copies all in the "
+                                     "first k16 step", 256, 128, 64, 64, stages=3, min_blocks=1, spread=1, mbar=True,
+                                     se=True)
+mma_256x128x64_s3_cs2_mbar_se = _mma("mbarrier ring and shared-memory epilogue, copies over two k16 steps",
+                                     256, 128, 64, 64, stages=3, min_blocks=1, spread=2, mbar=True, se=True)
+mma_256x128x64_s3_cs3_lean_mbar_se = _mma("the rung's tile with the lean loop, mbarrier ring, shared-memory "
+                                          "epilogue", 256, 128, 64, 64, stages=3, min_blocks=1, spread=3, lean=True,
+                                          mbar=True, se=True)
+mma_128x256x64_s3_cs3_mbar_se = _mma("128x256x64, mbarrier ring, shared-memory epilogue",
+                                     128, 256, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, se=True)
+mma_256x128x32_s5_cs1_mbar_se = _mma("256x128, K slices of 32, 5-slice ring (120 KB), mbarrier ring, shared-memory "
+                                     "epilogue", 256, 128, 64, 64, stages=5, min_blocks=1, spread=1, bk=32, mbar=True,
+                                     se=True)
 # The rung's build with waits that suspend (sm_90's try_wait), every thread releasing a stage, both.
-mma_256x128x64_s3_cs3_mbar_tw_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, tw=True,
-                                        se=True)
-mma_256x128x64_s3_cs3_mbar_aa_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, aa=True,
-                                        se=True)
-mma_256x128x64_s3_cs3_mbar_tw_aa_se = _mma(256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, tw=True,
+mma_256x128x64_s3_cs3_mbar_tw_se = _mma("the rung's build waiting with sm_90's try_wait (may suspend) instead of "
+                                        "spinning on test_wait", 256, 128, 64, 64, stages=3, min_blocks=1, spread=3,
+                                        mbar=True, tw=True, se=True)
+mma_256x128x64_s3_cs3_mbar_aa_se = _mma("the rung's build with every thread arriving on a stage's empty barrier "
+                                        "(no __syncwarp)", 256, 128, 64, 64, stages=3, min_blocks=1, spread=3,
+                                        mbar=True, aa=True, se=True)
+mma_256x128x64_s3_cs3_mbar_tw_aa_se = _mma("the rung's build with both: try_wait, every thread arriving",
+                                           256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, tw=True,
                                            aa=True, se=True)
-mma_128x256x64_s3_cs3_lean_se = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True, se=True)
-mma_128x256x64_s3_cs3_lean_mbar_se = _mma(128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True,
-                                          mbar=True, se=True)
-mma_128x256x32_s4_cs1_lean_mbar_se = _mma(128, 256, 64, 64, stages=4, min_blocks=1, spread=1, bk=32, lean=True,
-                                          mbar=True, se=True)
+mma_128x256x64_s3_cs3_lean_se = _mma("128x256x64 lean, shared-memory epilogue",
+                                     128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True, se=True)
+mma_128x256x64_s3_cs3_lean_mbar_se = _mma("128x256x64 lean, mbarrier ring, shared-memory epilogue",
+                                          128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True, mbar=True,
+                                          se=True)
+mma_128x256x32_s4_cs1_lean_mbar_se = _mma("CUTLASS's tile (128x256x32, 4 stages), lean, mbarrier ring, "
+                                          "shared-memory epilogue", 128, 256, 64, 64, stages=4, min_blocks=1,
+                                          spread=1, bk=32, lean=True, mbar=True, se=True)
 
 # FP32 FFMA. 128 x 128 (8 x 8 per lane): 2 blocks per SM wanted; 128 x 256
 # (8 x 16 per lane, cuBLAS's per-thread work): 1 block per SM.
-sgemm_128x128x8_rp2 = _sgemm(128, 8, fill=0, stages=2, min_blocks=2)
-sgemm_128x128x16_cp2 = _sgemm(128, 16, fill=1, stages=2, min_blocks=2)
-sgemm_128x128x16_cp3 = _sgemm(128, 16, fill=1, stages=3, min_blocks=2)
-sgemm_128x256x8_rp2 = _sgemm(256, 8, fill=0, stages=2, min_blocks=1)
-sgemm_128x256x16_cp2 = _sgemm(256, 16, fill=1, stages=2, min_blocks=1)
-sgemm_128x256x8_cp3 = _sgemm(256, 8, fill=1, stages=3, min_blocks=1)
+sgemm_128x128x8_rp2 = _sgemm("warptile layout (8x8/lane, A transposed), register prefetch, 2 shared buffers, "
+                             "1 barrier per K=8 slice", 128, 8, fill=0, stages=2, min_blocks=2)
+sgemm_128x128x16_cp2 = _sgemm("8x8/lane, cp.async 2-slice ring, A untransposed (rows 8 apart per lane, odd pitch)",
+                              128, 16, fill=1, stages=2, min_blocks=2)
+sgemm_128x128x16_cp3 = _sgemm("the same, 3-slice ring", 128, 16, fill=1, stages=3, min_blocks=2)
+sgemm_128x256x8_rp2 = _sgemm("8x16/lane (cuBLAS's work per thread), register prefetch, A transposed, 2 buffers",
+                             256, 8, fill=0, stages=2, min_blocks=1)
+sgemm_128x256x16_cp2 = _sgemm("8x16/lane, cp.async 2-slice ring, A untransposed",
+                              256, 16, fill=1, stages=2, min_blocks=1)
+sgemm_128x256x8_cp3 = _sgemm("8x16/lane, cp.async 3-slice ring of K=8 slices (cuBLAS's own tiling on this card is "
+                             "256x128x8, 3 stages)", 256, 8, fill=1, stages=3, min_blocks=1)
 # Issue 18: the register-prefetch fill with K slices of 16 (one barrier per 16 k, as warptile
 # has two): warptile's own work per lane, 2 blocks per SM; and cuBLAS's per-lane work.
-sgemm_128x128x16_rp2 = _sgemm(128, 16, fill=0, stages=2, min_blocks=2)
-sgemm_128x256x16_rp2 = _sgemm(256, 16, fill=0, stages=2, min_blocks=1)
+sgemm_128x128x16_rp2 = _sgemm("warptile's lanes (8x8, A transposed), register prefetch, 2 shared buffers, "
+                              "1 barrier per K=16 slice, 2 blocks/SM", 128, 16, fill=0, stages=2, min_blocks=2)
+sgemm_128x256x16_rp2 = _sgemm("8x16/lane, register prefetch, 2 shared buffers, 1 barrier per K=16 slice",
+                              256, 16, fill=0, stages=2, min_blocks=1)
 
-MMA_CANDIDATES: list[CudaKernel] = [mma_256x128x64_s3_cs1, mma_256x128x64_s3_cs3, mma_128x256x64_s3_cs3,
-                                    mma_128x128x64_s3_cs3, mma_128x256x32_s4_cs1, mma_128x256x32_s4_cs1_lean,
-                                    mma_256x128x32_s4_cs1_lean, mma_128x256x64_s3_cs3_lean,
-                                    mma_256x128x64_s3_cs3_lean, mma_256x128x64_s3_cs3_se,
-                                    mma_256x128x64_s3_cs3_mbar, mma_256x128x64_s3_cs3_mbar_se,
-                                    mma_256x128x64_s3_cs3_mbar_at1_se, mma_256x128x64_s3_cs1_mbar_se,
-                                    mma_256x128x64_s3_cs2_mbar_se, mma_256x128x64_s3_cs3_lean_mbar_se,
-                                    mma_128x256x64_s3_cs3_mbar_se, mma_256x128x32_s5_cs1_mbar_se,
-                                    mma_256x128x64_s3_cs3_mbar_tw_se, mma_256x128x64_s3_cs3_mbar_aa_se,
-                                    mma_256x128x64_s3_cs3_mbar_tw_aa_se,
-                                    mma_128x256x64_s3_cs3_lean_se,
-                                    mma_128x256x64_s3_cs3_lean_mbar_se, mma_128x256x32_s4_cs1_lean_mbar_se]
-SGEMM_CANDIDATES: list[CudaKernel] = [
-    sgemm_128x128x8_rp2, sgemm_128x128x16_cp2, sgemm_128x128x16_cp3,
-    sgemm_128x256x8_rp2, sgemm_128x256x16_cp2, sgemm_128x256x8_cp3,
-    sgemm_128x128x16_rp2, sgemm_128x256x16_rp2,
-]
+# The lists below are read off the declarations above (in their order), so a new build is
+# declared in one place: its line here, with its design.
+_DECLARED: dict[str, CudaKernel] = {attr: k for attr, k in list(globals().items()) if isinstance(k, CudaKernel)}
+MMA_CANDIDATES: list[CudaKernel] = [k for attr, k in _DECLARED.items() if attr.startswith("mma_")]
+SGEMM_CANDIDATES: list[CudaKernel] = [k for attr, k in _DECLARED.items() if attr.startswith("sgemm_")]
 
 #: Every candidate by name (tensor-core ones first).
 CANDIDATES: dict[str, CudaKernel] = {str(k.name): k for k in [*MMA_CANDIDATES, *SGEMM_CANDIDATES]}
-
-#: One line per candidate: what it is, for tables and NOTES.md.
-DESIGNS: dict[str, str] = {
-    "mma-fp16-256x128x64-s3-cs1": "the rung's build with the next slice's copies all issued in the first k16 step",
-    "mma-fp16-256x128x64-s3-cs3": "256x128, 8 warps of 64x64, K slices of 64, 3-slice ring, copies over 3 k16 steps (the rung mma-fp16)",
-    "mma-fp16-128x256x64-s3-cs3": "128x256, 8 warps of 64x64, the same loop",
-    "mma-fp16-128x128x64-s3-cs3": "128x128, 4 warps of 64x64, 2 blocks/SM on sm_90, the same loop",
-    "mma-fp16-128x256x32-s4-cs1": "CUTLASS's best tile: 128x256, K slices of 32 (A rows swizzled in pairs), 4-slice ring (96 KB), the rung's loop",
-    "mma-fp16-128x256x32-s4-cs1-lean": "the same tile with the lean loop (partial slice first, one unchecked steady loop, 32-bit strides)",
-    "mma-fp16-256x128x32-s4-cs1-lean": "256x128, K slices of 32, 4-slice ring, the lean loop",
-    "mma-fp16-128x256x64-s3-cs3-lean": "128x256x64, 3-slice ring, copies over 3 k16 steps, the lean loop",
-    "mma-fp16-256x128x64-s3-cs3-lean": "the rung's build with the lean loop",
-    "mma-fp16-256x128x64-s3-cs3-se": "the rung's build, C staged through shared memory and stored as float4 rows",
-    "mma-fp16-256x128x64-s3-cs3-mbar": "the rung's build, the ring guarded by full/empty mbarriers (no block barrier per slice)",
-    "mma-fp16-256x128x64-s3-cs3-mbar-se": "the rung's build with both: mbarrier ring and shared-memory epilogue",
-    "mma-fp16-256x128x64-s3-cs3-mbar-at1-se": "mbarrier ring, copies from k16 step 1 (more slack for the slowest warp), shared-memory epilogue",
-    "mma-fp16-256x128x64-s3-cs1-mbar-se": "mbarrier ring and shared-memory epilogue, the next slice's copies all in the first k16 step",
-    "mma-fp16-256x128x64-s3-cs2-mbar-se": "mbarrier ring and shared-memory epilogue, copies over two k16 steps",
-    "mma-fp16-256x128x64-s3-cs3-lean-mbar-se": "the rung's tile with the lean loop, mbarrier ring, shared-memory epilogue",
-    "mma-fp16-128x256x64-s3-cs3-mbar-se": "128x256x64, mbarrier ring, shared-memory epilogue",
-    "mma-fp16-256x128x32-s5-cs1-mbar-se": "256x128, K slices of 32, 5-slice ring (120 KB), mbarrier ring, shared-memory epilogue",
-    "mma-fp16-256x128x64-s3-cs3-mbar-tw-se": "the rung's build waiting with sm_90's try_wait (may suspend) instead of spinning on test_wait",
-    "mma-fp16-256x128x64-s3-cs3-mbar-aa-se": "the rung's build with every thread arriving on a stage's empty barrier (no __syncwarp)",
-    "mma-fp16-256x128x64-s3-cs3-mbar-tw-aa-se": "the rung's build with both: try_wait, every thread arriving",
-    "mma-fp16-128x256x64-s3-cs3-lean-se": "128x256x64 lean, shared-memory epilogue",
-    "mma-fp16-128x256x64-s3-cs3-lean-mbar-se": "128x256x64 lean, mbarrier ring, shared-memory epilogue",
-    "mma-fp16-128x256x32-s4-cs1-lean-mbar-se": "CUTLASS's tile (128x256x32, 4 stages), lean, mbarrier ring, shared-memory epilogue",
-    "sgemm-128x128x8-rp2": "warptile layout (8x8/lane, A transposed), register prefetch, 2 shared buffers, 1 barrier per K=8 slice",
-    "sgemm-128x128x16-cp2": "8x8/lane, cp.async 2-slice ring, A untransposed (rows 8 apart per lane, odd pitch)",
-    "sgemm-128x128x16-cp3": "the same, 3-slice ring",
-    "sgemm-128x256x8-rp2": "8x16/lane (cuBLAS's work per thread), register prefetch, A transposed, 2 buffers",
-    "sgemm-128x256x16-cp2": "8x16/lane, cp.async 2-slice ring, A untransposed",
-    "sgemm-128x128x16-rp2": "warptile's lanes (8x8, A transposed), register prefetch, 2 shared buffers, 1 barrier per K=16 slice, 2 blocks/SM",
-    "sgemm-128x256x16-rp2": "8x16/lane, register prefetch, 2 shared buffers, 1 barrier per K=16 slice",
-    "sgemm-128x256x8-cp3": "8x16/lane, cp.async 3-slice ring of K=8 slices (cuBLAS's own tiling on this card is 256x128x8, 3 stages)",
-}
 
 
 def by_name(name: str) -> CudaKernel:
@@ -168,18 +162,5 @@ def by_name(name: str) -> CudaKernel:
         raise KeyError(f"no candidate named {name!r}; valid names: {', '.join(CANDIDATES)}") from None
 
 
-__all__ = [
-    "CANDIDATES", "MMA_CANDIDATES", "SGEMM_CANDIDATES", "DESIGNS", "by_name",
-    "mma_smem_bytes", "sgemm_smem_bytes", "MMA_BK",
-    "mma_256x128x64_s3_cs1", "mma_256x128x64_s3_cs3", "mma_128x256x64_s3_cs3", "mma_128x128x64_s3_cs3",
-    "mma_128x256x32_s4_cs1", "mma_128x256x32_s4_cs1_lean", "mma_256x128x32_s4_cs1_lean",
-    "mma_128x256x64_s3_cs3_lean", "mma_256x128x64_s3_cs3_lean", "mma_256x128x64_s3_cs3_se",
-    "mma_256x128x64_s3_cs3_mbar", "mma_256x128x64_s3_cs3_mbar_se", "mma_256x128x64_s3_cs3_mbar_at1_se",
-    "mma_256x128x64_s3_cs1_mbar_se", "mma_256x128x64_s3_cs2_mbar_se", "mma_256x128x64_s3_cs3_lean_mbar_se",
-    "mma_128x256x64_s3_cs3_mbar_se", "mma_256x128x32_s5_cs1_mbar_se", "mma_256x128x64_s3_cs3_mbar_tw_se",
-    "mma_256x128x64_s3_cs3_mbar_aa_se", "mma_256x128x64_s3_cs3_mbar_tw_aa_se",
-    "mma_128x256x64_s3_cs3_lean_se", "mma_128x256x64_s3_cs3_lean_mbar_se", "mma_128x256x32_s4_cs1_lean_mbar_se",
-    "sgemm_128x128x8_rp2", "sgemm_128x128x16_cp2", "sgemm_128x128x16_cp3",
-    "sgemm_128x256x8_rp2", "sgemm_128x256x16_cp2", "sgemm_128x256x8_cp3",
-    "sgemm_128x128x16_rp2", "sgemm_128x256x16_rp2",
-]
+__all__ = ["CANDIDATES", "MMA_CANDIDATES", "SGEMM_CANDIDATES", "DESIGNS", "by_name",
+           "mma_smem_bytes", "sgemm_smem_bytes", "MMA_BK", *_DECLARED]
