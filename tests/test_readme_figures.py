@@ -20,12 +20,14 @@ def test_every_figures_block_of_the_readme_names_its_commit_and_date():
     assert figures.unproven_blocks(text) == []
 
 
-def test_every_paragraph_with_h200_figures_names_a_commit():
+def test_every_paragraph_with_h200_or_dated_figures_names_a_commit():
+    # H200 figures, and any other measured figure given with its date (the CPU test times, say)
     text = figures.BLOCK.sub("", (ROOT / "README.md").read_text())  # blocks: checked above
     bare = []
     for paragraph in re.split(r"\n\s*\n", text):
         measured = re.search(r"\d+(\.\d+)? ?(s\b|TFLOP/s|%|ms)", paragraph)
-        if "H200" in paragraph and measured and not re.search(r"commit `?[0-9a-f]{7}", paragraph):
+        dated = re.search(r"\b20\d\d-\d\d-\d\d\b", paragraph)
+        if ("H200" in paragraph or dated) and measured and not re.search(r"commit `?[0-9a-f]{7}", paragraph):
             bare.append(paragraph[:160])
     assert not bare, "figures without the commit they were measured at:\n" + "\n---\n".join(bare)
 
