@@ -62,6 +62,23 @@ def test_import_error_inside_the_module_names_file_and_line(pytester: pytest.Pyt
 
 
 @pytest.mark.parametrize("spec", ["mykernels:k", "mykernels.py:k"])
+@pytest.mark.parametrize("package, install", [
+    ("triton", "pip install 'pytest-gemm[triton]'"),
+    ("torch.utils", "pip install 'pytest-gemm[torch]'"),
+    ("cupy", "pip install 'pytest-gemm[cuda12]' ('pytest-gemm[cuda13]' for a CUDA 13 driver)"),
+    ("helpers_of_mine", "install it there (or, if it is a file of yours, put it beside the kernel's file)"),
+])
+def test_a_package_the_module_imports_that_is_missing_says_what_to_install_and_where(
+        pytester: pytest.Pytester, spec, package, install):
+    # the package made unimportable (None in sys.modules), whether or not this machine has it
+    top = package.split(".")[0]
+    pytester.makeconftest(f"import sys\nsys.modules[{top!r}] = None\n")
+    result = run_spec(pytester, spec, f"import os\nimport {package}\n")
+    assert_usage_error(result, "failed at", "mykernels.py:2", "ModuleNotFoundError",
+                       f"{top!r} cannot be imported by the Python running pytest (", install)
+
+
+@pytest.mark.parametrize("spec", ["mykernels:k", "mykernels.py:k"])
 def test_a_module_that_exits_at_import_is_a_clear_error(pytester: pytest.Pytester, spec):
     result = run_spec(pytester, spec, "import sys\nsys.exit(3)\n")
     assert_usage_error(result, "failed at", "mykernels.py:2", "SystemExit: 3")

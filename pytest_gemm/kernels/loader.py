@@ -88,6 +88,29 @@ def _where(exc: BaseException) -> str:
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
 
 
+#: Packages a kernel's module may import that an extra of pytest-gemm installs (its name in
+#: pip install 'pytest-gemm[EXTRA]').
+EXTRA_FOR_PACKAGE = {"triton": "triton", "torch": "torch", "numba": "numba", "cupy": "cuda12", "cupyx": "cuda12"}
+
+
+def _import_failure(spec: str, what: str, exc: BaseException) -> GemmSpecError:
+    """The error for a kernel's module that raised while importing; a package it imports that is
+    not installed gets what to install, and in which Python (a newcomer's torch is often in
+    another environment than the pytest they run)."""
+    text = f"--gemm-kernel {spec!r}: importing {what} failed at {_where(exc)}: {type(exc).__name__}: {exc}"
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        package = exc.name.split(".")[0]
+        extra = EXTRA_FOR_PACKAGE.get(package)
+        if extra == "cuda12":
+            how = "pip install 'pytest-gemm[cuda12]' ('pytest-gemm[cuda13]' for a CUDA 13 driver)"
+        elif extra:
+            how = f"pip install 'pytest-gemm[{extra}]'"
+        else:
+            how = "install it there (or, if it is a file of yours, put it beside the kernel's file)"
+        text += f"; {package!r} cannot be imported by the Python running pytest ({sys.executable}): {how}"
+    return GemmSpecError(text)
+
+
 def _import_file(spec: str, path: Path) -> ModuleType:
     if not path.is_file():
         raise GemmSpecError(f"--gemm-kernel {spec!r}: file {str(path)!r} not found; "
@@ -105,8 +128,7 @@ def _import_file(spec: str, path: Path) -> ModuleType:
         module_spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # a module that calls sys.exit() at import is a bad spec too
         del sys.modules[name]
-        raise GemmSpecError(f"--gemm-kernel {spec!r}: importing {path} failed at {_where(exc)}: "
-                            f"{type(exc).__name__}: {exc}") from None
+        raise _import_failure(spec, str(path), exc) from None
     return module
 
 
@@ -121,11 +143,9 @@ def _import_module(spec: str, modname: str, rootdir: Path) -> ModuleType:
                 f"--gemm-kernel {spec!r}: module {modname!r} not found (looked in {rootdir} and sys.path); "
                 f"check the spelling, or give a file path such as path/to/{modname.split('.')[-1]}.py:attr"
             ) from None
-        raise GemmSpecError(f"--gemm-kernel {spec!r}: importing {modname!r} failed at {_where(exc)}: "
-                            f"{type(exc).__name__}: {exc}") from None
+        raise _import_failure(spec, repr(modname), exc) from None
     except (Exception, SystemExit) as exc:  # a module that calls sys.exit() at import is a bad spec too
-        raise GemmSpecError(f"--gemm-kernel {spec!r}: importing {modname!r} failed at {_where(exc)}: "
-                            f"{type(exc).__name__}: {exc}") from None
+        raise _import_failure(spec, repr(modname), exc) from None
 
 
 def _kernel_names(module: ModuleType) -> list[str]:
