@@ -51,6 +51,46 @@ def test_every_path_the_docs_and_comments_name_exists():
     assert not missing, "paths named but not in the repository:\n" + "\n".join(missing)
 
 
+_COMMIT = re.compile(r"(?:`|\bcommits? `?|\bat `?)((?=[0-9]*[a-f])[0-9a-f]{7,40})\b")  # a letter: not a number
+#: Said beside a commit of a branch that was dropped: the figures stand, the commit cannot be read.
+NOT_KEPT = "not kept in this repository"
+#: Commits that stand for any commit in an example of output.
+EXAMPLE_COMMITS = {"1a2b3c4"}
+
+
+def _git_history() -> bool:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--is-shallow-repository"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and out.stdout.strip() == "false"
+
+
+def test_every_commit_the_docs_name_is_in_the_history_or_said_not_to_be():
+    # a figure's commit is how a reader checks it: one that is not in the history (a branch
+    # that was dropped) must say so where it is named
+    if not _git_history():
+        pytest.skip("no full git history here (an sdist, or a shallow clone): commits cannot be looked up")
+    import subprocess
+
+    named = {}
+    for path in [*DOCS, *sorted((ROOT / "reference_kernels").glob("*.cu"))]:
+        text = _text(path)
+        for m in _COMMIT.finditer(text):
+            after = " ".join(text[m.start():m.end() + 300].split())  # the words, across line breaks
+            if NOT_KEPT not in after and m.group(1) not in EXAMPLE_COMMITS:
+                named.setdefault(m.group(1), str(path.relative_to(ROOT)))
+    assert len(named) >= 10, named  # the pattern still finds the docs' commits
+    missing = sorted(f"{where}: {commit}" for commit, where in named.items()
+                     if subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", commit, "HEAD"],
+                                       capture_output=True).returncode != 0)  # in HEAD's history
+    assert not missing, (f"commits named but not in this repository's history (say '{NOT_KEPT}' "
+                         "beside one from a dropped branch):\n" + "\n".join(missing))
+
+
 def _resolves(dotted: str) -> bool:
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
