@@ -48,6 +48,20 @@ for stage in "$@"; do
   case "$stage" in gpu-tests|tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|course|cutlass|ecosystems) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
+# The GPU tests read every report through its JSON Schema (jsonschema, in the test extra). A GPU
+# machine with no package index gets it from wheels carried in .whl/ (CONTRIBUTING.md says how
+# to download them), installed apart and put on PYTHONPATH for this call only.
+if ! python3 -c "import jsonschema" 2>/dev/null; then
+  if compgen -G ".whl/jsonschema-*.whl" > /dev/null; then
+    rm -rf /tmp/gemm-test-site
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gemm-test-site \
+      .whl/jsonschema-*.whl .whl/jsonschema_specifications-*.whl .whl/referencing-*.whl .whl/rpds_py-*.whl \
+      $(compgen -G ".whl/attrs-*.whl") $(compgen -G ".whl/typing_extensions-*.whl") 2>&1 | tail -2
+    export PYTHONPATH="/tmp/gemm-test-site${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+  python3 -c "import jsonschema" 2>/dev/null || echo "jsonschema is not installed: every GPU test that reads a report" \
+    "will fail; pip install 'pytest-gemm[test]', or, with no package index, carry its wheels in .whl/ (CONTRIBUTING.md)"
+fi
 # What every figure of this run was measured at (tools/readme_figures.py reads it)
 python3 - "$out/meta.json" <<'PY'
 import json, sys, time
