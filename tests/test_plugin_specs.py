@@ -75,7 +75,7 @@ def test_a_package_the_module_imports_that_is_missing_says_what_to_install_and_w
     pytester.makeconftest(f"import sys\nsys.modules[{top!r}] = None\n")
     result = run_spec(pytester, spec, f"import os\nimport {package}\n")
     assert_usage_error(result, "failed at", "mykernels.py:2", "ModuleNotFoundError",
-                       f"{top!r} cannot be imported by the Python running pytest (", install)
+                       f"{package!r} cannot be imported by the Python running pytest (", install)
 
 
 @pytest.mark.parametrize("spec", ["mykernels:k", "mykernels.py:k"])

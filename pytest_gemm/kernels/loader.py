@@ -107,7 +107,7 @@ def _import_failure(spec: str, what: str, exc: BaseException) -> GemmSpecError:
             how = f"pip install 'pytest-gemm[{extra}]'"
         else:
             how = "install it there (or, if it is a file of yours, put it beside the kernel's file)"
-        text += f"; {package!r} cannot be imported by the Python running pytest ({sys.executable}): {how}"
+        text += f"; {exc.name!r} cannot be imported by the Python running pytest ({sys.executable}): {how}"
     return GemmSpecError(text)
 
 
