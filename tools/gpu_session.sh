@@ -48,13 +48,16 @@ for stage in "$@"; do
   case "$stage" in gpu-tests|tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|course|cutlass|ecosystems) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
+# install_apart DIR WHEEL...: carried wheels into DIR alone (no index, no dependencies), to be put
+# on PYTHONPATH: the machine's own packages stay as they are.
+install_apart() { local dir=$1; shift; rm -rf "$dir"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$dir" "$@"; }
 # The GPU tests read every report through its JSON Schema (jsonschema, in the test extra). A GPU
 # machine with no package index gets it from wheels carried in .whl/ (CONTRIBUTING.md says how
 # to download them), installed apart and put on PYTHONPATH for this call only.
 if ! python3 -c "import jsonschema" 2>/dev/null; then
   if compgen -G ".whl/jsonschema-*.whl" > /dev/null; then
-    rm -rf /tmp/gemm-test-site
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gemm-test-site \
+    install_apart /tmp/gemm-test-site \
       .whl/jsonschema-*.whl .whl/jsonschema_specifications-*.whl .whl/referencing-*.whl .whl/rpds_py-*.whl \
       $(compgen -G ".whl/attrs-*.whl") $(compgen -G ".whl/typing_extensions-*.whl") 2>&1 | tail -2
     export PYTHONPATH="/tmp/gemm-test-site${PYTHONPATH:+:$PYTHONPATH}"
@@ -106,9 +109,7 @@ for stage in "$@"; do
       t0=$EPOCHREALTIME
       rm -rf /tmp/gemm-gpu-tests
       if compgen -G ".whl/numpy-*.whl" > /dev/null; then  # a NumPy numba-cuda can use, for the Numba example only
-        rm -rf /tmp/gemm-numba-site
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-          --target /tmp/gemm-numba-site .whl/numpy-*.whl && export GEMM_NUMBA_SITE=/tmp/gemm-numba-site
+        install_apart /tmp/gemm-numba-site .whl/numpy-*.whl && export GEMM_NUMBA_SITE=/tmp/gemm-numba-site
       fi
       limit 390 python3 -m pytest tests -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
         --basetemp /tmp/gemm-gpu-tests --junitxml "$out/gpu-tests.xml" > "$out/gpu-tests.txt" 2>&1
@@ -271,9 +272,7 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       #    wheel carried in .whl/ (numpy 2.4.x) installed apart and put first on PYTHONPATH for this run only
       site=""
       if compgen -G ".whl/numpy-*.whl" > /dev/null; then
-        rm -rf /tmp/gemm-numba-site
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gemm-numba-site \
-          .whl/numpy-*.whl && site=/tmp/gemm-numba-site
+        install_apart /tmp/gemm-numba-site .whl/numpy-*.whl && site=/tmp/gemm-numba-site
       else
         echo "numba: no .whl/numpy-*.whl carried: the machine's own NumPy"
       fi
