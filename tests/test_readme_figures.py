@@ -86,3 +86,21 @@ def test_the_ladder_block_says_how_the_whole_run_went(tmp_path):
     (tmp_path / "ladder.txt").write_text("...\n==== 4 failed, 1462 passed, 22 skipped in 353.10s (0:05:53) ====\n")
     new, done = figures.regenerate("<!-- figures:ladder -->\nold\n<!-- /figures:ladder -->\n", tmp_path)
     assert done == ["ladder"] and "The run: 4 failed, 1462 passed, 22 skipped in 353.10s (0:05:53)." in new
+
+
+def test_the_class_block_gives_the_command_its_log_shows_was_run(tmp_path):
+    (tmp_path / "meta.json").write_text(json.dumps({"commit": "abcdef1", "date": "2026-12-02", "device": "H200"}))
+    (tmp_path / "class.json").write_text(json.dumps({"students": [
+        {"student": "s000-correct", "score": 93.4, "elapsed_s": 20.0}, {"student": "s001-hanging", "score": 0, "elapsed_s": 40.0}]}))
+    log = ["CLASS: 2 students graded in 50.0 s with --jobs 12 (25.0 s per student)", "GPU LOCK: 10 holds over 49.0 s",
+           "", "SOLO: 1 students one at a time in 9.0 s", "TARGETS (issue 26)", "  MET   class: 2 students in 50.0 s",
+           "RESULT: 1 of 1 targets met"]
+    (tmp_path / "class.txt").write_text("\n".join(log) + "\n")
+    block, _ = figures.regenerate("<!-- figures:class -->\nold\n<!-- /figures:class -->\n", tmp_path)
+    # finished, one student alone, none a second time, the lock's holds read
+    assert "`python tools/class_benchmark.py --students 2 --solo 1 --again 0 --lock-log`." in block
+    assert "| hanging | 1 | 40.0 to 40.0 | 0 to 0 | not timed |" in block
+    cut = [line for line in log if not line.startswith(("SOLO", "RESULT", "GPU LOCK"))]
+    (tmp_path / "class.txt").write_text("\n".join(cut) + "\n")  # cut short: what was asked is not known
+    block, _ = figures.regenerate("<!-- figures:class -->\nold\n<!-- /figures:class -->\n", tmp_path)
+    assert "`python tools/class_benchmark.py --students 2`." in block

@@ -94,8 +94,8 @@ def _class(folder: Path, meta: dict[str, Any]) -> str | None:
         return None
     book = json.loads(path.read_text())
     students = _students(book)
-    lines = [provenance(meta, meta.get("class_command", "python tools/class_benchmark.py --students 100")), ""]
     log = (folder / "class.txt").read_text().splitlines() if (folder / "class.txt").is_file() else []
+    lines = [provenance(meta, meta.get("class_command") or class_command(log, len(students) or 100)), ""]
     # tools/class_benchmark.py's own lines: the wall time, the targets, where the GPU's time went
     said = [line.strip() for line in log if line.startswith("CLASS:")]
     targets = _last_targets(log)
@@ -119,6 +119,19 @@ def _class(folder: Path, meta: dict[str, Any]) -> str | None:
     if lock:
         lines += ["", "```text", *lock, "```"]
     return "\n".join(lines) + "\n"
+
+
+def class_command(log: list[str], students: int) -> str:
+    """The benchmark's command line as its log shows it was run: the students graded again alone
+    (``SOLO:``) and a second time (``AGAIN:``), and ``--lock-log`` where the lock's holds were read.
+    A finished run (``RESULT:``) with no such line was asked for none; a run cut short says nothing."""
+    command = f"python tools/class_benchmark.py --students {students}"
+    finished = any(line.startswith("RESULT:") for line in log)
+    for label, option in (("SOLO", "--solo"), ("AGAIN", "--again")):
+        counts = [m[1] for line in log if (m := re.match(rf"{label}: (\d+) students", line))]
+        if counts or finished:
+            command += f" {option} {counts[-1] if counts else 0}"
+    return command + (" --lock-log" if any(line.startswith("GPU LOCK") for line in log) else "")
 
 
 def _last_targets(log: list[str]) -> list[str]:
