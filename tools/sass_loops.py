@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""What each tensor-core loop of a cubin issues, read from its SASS with no GPU.
+
+    python3 tools/sass_loops.py --kernel mma-fp16 [--arch sm_90]      # a rung or candidate, compiled here
+    python3 tools/sass_loops.py build/128x256x32_s4.cubin             # any cubin (nvcc -cubin)
+
+For every loop (a backward branch) holding at least --min-hmma mma.sync instructions (HMMA): its
+instructions, HMMA, ldmatrix (LDSM), cp.async (LDGSTS), the HMMA that write their accumulator
+into another register than the one they read ("D != C": the register allocator moving
+accumulators, a sign of pressure) and those with an operand-reuse flag (an operand read from the
+reuse cache, not the register file), then the loop's order of instructions in one line (H: HMMA,
+L: LDSM, G: LDGSTS, W: a wait or barrier, B: a branch, .: anything else). reference_kernels/NOTES.md
+("The profile, taken") compares the mma-fp16 rung with CUTLASS's loop this way.
+
+Needs nvdisasm: PATH, $NVDISASM, or CUDA's bin folder; without a CUDA toolkit,
+``pip download --no-deps nvidia-cuda-nvdisasm`` and unzip it (CONTRIBUTING.md).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
+LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+
+
+@dataclass(frozen=True)
+class Loop:
+    start: int
+    end: int
+    instructions: list[str]
+
+    @property
+    def hmma(self) -> list[str]:
+        return [i for i in self.instructions if "HMMA" in i]
+
+    @property
+    def moved_accumulators(self) -> int:
+        """HMMA whose destination differs from their accumulator input (D != C)."""
+        moved = 0
+        for ins in self.hmma:
+            operands = [o.strip().replace(".reuse", "") for o in ins.split(None, 1)[1].split(",")]
+            moved += operands[0] != operands[3]
+        return moved
+
+    @property
+    def reused(self) -> int:
+        return sum(".reuse" in i for i in self.hmma)
+
+    def count(self, opcode: str) -> int:
+        return sum(opcode in i for i in self.instructions)
+
+    def shape(self) -> str:
+        def letter(ins: str) -> str:
+            for needle, char in (("HMMA", "H"), ("LDSM", "L"), ("LDGSTS", "G"), ("SYNCS", "W"),
+                                 ("BAR", "W"), ("BRA", "B")):
+                if needle in ins:
+                    return char
+            return "."
+        return "".join(letter(i) for i in self.instructions)
+
+    def summary(self) -> str:
+        h = len(self.hmma)
+        return (f"loop {self.start:#x}-{self.end:#x}: {len(self.instructions)} instructions, {h} HMMA "
+                f"({len(self.instructions) / h:.2f} a HMMA), {self.count('LDSM')} LDSM, "
+                f"{self.count('LDGSTS')} LDGSTS, D != C {self.moved_accumulators}, "
+                f"reuse {self.reused} ({100 * self.reused / h:.0f} %)")
+
+
+def tensor_loops(sass: str, min_hmma: int = 32) -> list[Loop]:
+    """The loops of nvdisasm's output (a branch back to a label above it) with >= min_hmma HMMA."""
+    instructions: list[tuple[int, str]] = []
+    labels: dict[str, int] = {}
+    waiting: list[str] = []  # labels whose address is the next instruction's
+    for line in sass.splitlines():
+        label = LABEL.match(line)
+        if label:
+            waiting.append(label[1])
+            continue
+        found = INSTRUCTION.match(line)
+        if found:
+            address = int(found[1], 16)
+            instructions.append((address, found[2]))
+            labels.update((name, address) for name in waiting)
+            waiting = []
+    loops = []
+    for address, text in instructions:
+        target = re.search(r"BRA\b.*?(\.L_x_\d+)", text)
+        if target and labels.get(target[1], address + 1) <= address:
+            start = labels[target[1]]
+            body = [t for a, t in instructions if start <= a <= address]
+            if sum("HMMA" in t for t in body) >= min_hmma:
+                loops.append(Loop(start, address, body))
+    return loops
+
+
+def nvdisasm() -> str:
+    for candidate in (os.environ.get("NVDISASM"), shutil.which("nvdisasm"),
+                      os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvdisasm")):
+        if candidate and os.path.isfile(candidate):
+            return candidate
+    raise SystemExit("nvdisasm not found: put CUDA's bin folder on PATH or set NVDISASM=/path/to/nvdisasm "
+                     "(with no toolkit: pip download --no-deps nvidia-cuda-nvdisasm, then unzip the wheel)")
+
+
+def disassemble(cubin: Path) -> str:
+    done = subprocess.run([nvdisasm(), "-c", str(cubin)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"nvdisasm failed on {cubin}: {done.stderr.strip()[:300]}")
+    return done.stdout
+
+
+def compiled_cubin(name: str, arch: str, folder: Path) -> tuple[Path, str]:
+    """A ladder rung or candidate compiled for ``arch`` here (NVRTC), and its registers."""
+    sys.path.insert(0, str(REPO))
+    from pytest_gemm.kernels.compiler import compile_for_arch
+    from reference_kernels import LADDER, by_name
+    from reference_kernels.candidates import MMA_CANDIDATES, SGEMM_CANDIDATES
+
+    kernels = {str(k.name): k for k in (*MMA_CANDIDATES, *SGEMM_CANDIDATES)}
+    try:
+        kernel = kernels.get(name) or by_name(name)
+    except KeyError:
+        raise SystemExit(f"--kernel {name}: no rung or candidate of that name; rungs: "
+                         f"{', '.join(sorted(str(k.name) for k in LADDER))}; candidates: {', '.join(sorted(kernels))}") from None
+    built = compile_for_arch(kernel, arch)
+    path = folder / f"{name}.{arch}.cubin"
+    path.write_bytes(built.code)
+    registers = built.resources.registers if built.resources else "?"
+    return path, f"{name} for {arch}: {registers} registers"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("cubins", nargs="*", type=Path, help="cubin files")
+    p.add_argument("--kernel", action="append", default=[], help="a rung or candidate by name (repeatable)")
+    p.add_argument("--arch", default="sm_90", help="the architecture --kernel is compiled for (default sm_90)")
+    p.add_argument("--min-hmma", type=int, default=32, help="loops with fewer HMMA are left out (default 32)")
+    args = p.parse_args(argv)
+    if not args.cubins and not args.kernel:
+        p.error("give a cubin or --kernel NAME")
+    with tempfile.TemporaryDirectory() as tmp:
+        targets = [(c, str(c)) for c in args.cubins]
+        targets += [compiled_cubin(name, args.arch, Path(tmp)) for name in args.kernel]
+        for cubin, title in targets:
+            print(title)
+            loops = tensor_loops(disassemble(cubin), args.min_hmma)
+            for loop in loops:
+                print("  " + loop.summary())
+                print("    " + loop.shape())
+            if not loops:
+                print(f"  no loop with {args.min_hmma} or more HMMA")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
