@@ -13,7 +13,8 @@ sass_loops = load_registered(ROOT / "tools" / "sass_loops.py", "gemm_tools_sass_
 
 # The shape of nvdisasm -c output: a prologue, a K loop with a spin wait inside it (a backward
 # branch with no HMMA, not a tensor loop), four HMMA of which one moves its accumulator (D != C)
-# and three carry a reuse flag, a forward branch, and the loop's branch back to .L_x_1.
+# and three carry a reuse flag (the last one predicated), one copy (LDGSTS, predicated) and the copies' arrival on an mbarrier (no copy),
+# a forward branch, and the loop's branch back to .L_x_1.
 SASS = """
         /*0000*/                   MOV R1, c[0x0][0x28] ;
         /*0010*/               @P0 BRA `(.L_x_3) ;
@@ -22,11 +23,13 @@ SASS = """
         /*0030*/                   HMMA.16816.F32 R4, R20.reuse, R24, R4 ;
 .L_x_2:
         /*0040*/                   SYNCS.PHASECHK.TRANS64 P1, [R3], RZ ;
+        /*0044*/                   SYNCS.EXCH.64 URZ, [UR4], UR6 ;
         /*0050*/              @!P1 BRA `(.L_x_2) ;
         /*0060*/                   HMMA.16816.F32 R8, R20.reuse, R26, R8 ;
-        /*0070*/                   LDGSTS.E.BYPASS.128 [R5], desc[UR4][R6.64] ;
+        /*0070*/              @!P4 LDGSTS.E.BYPASS.128 [R5], desc[UR4][R6.64] ;
         /*0080*/                   HMMA.16816.F32 R40, R20.reuse, R28, R12 ;
-        /*0090*/                   HMMA.16816.F32 R16, R20, R30, R16 ;
+        /*0090*/               @P3 HMMA.16816.F32 R16, R20, R30, R16 ;
+        /*0098*/                   ARRIVES.LDGSTSBAR.64.ARVCNT [URZ+0x24000] ;
         /*00a0*/               @P2 BRA `(.L_x_1) ;
 .L_x_3:
         /*00b0*/                   EXIT ;
@@ -38,12 +41,12 @@ def test_a_tensor_loop_is_found_and_counted():
     assert len(loops) == 1  # the spin wait is a loop with no HMMA; the first branch goes forward
     loop = loops[0]
     assert (loop.start, loop.end) == (0x20, 0xA0)
-    assert len(loop.instructions) == 9 and len(loop.hmma) == 4
+    assert len(loop.instructions) == 11 and len(loop.hmma) == 4
     assert loop.moved_accumulators == 1  # R40 <- ... R12
     assert loop.reused == 3
     assert loop.count("LDSM") == 1 and loop.count("LDGSTS") == 1
-    assert loop.shape() == "LHWBHGHHB"
-    assert loop.summary() == ("loop 0x20-0xa0: 9 instructions, 4 HMMA (2.25 a HMMA), 1 LDSM, 1 LDGSTS, "
+    assert loop.shape() == "LHW.BHGHHAB"
+    assert loop.summary() == ("loop 0x20-0xa0: 11 instructions, 4 HMMA (2.75 a HMMA), 1 LDSM, 1 LDGSTS, "
                               "D != C 1, reuse 3 (75 %)")
 
 

@@ -9,7 +9,7 @@ instructions, HMMA, ldmatrix (LDSM), cp.async (LDGSTS), the HMMA that write thei
 into another register than the one they read ("D != C": the register allocator moving
 accumulators, a sign of pressure) and those with an operand-reuse flag (an operand read from the
 reuse cache, not the register file), then the loop's order of instructions in one line (H: HMMA,
-L: LDSM, G: LDGSTS, W: a wait or barrier, B: a branch, .: anything else). reference_kernels/NOTES.md
+L: LDSM, G: LDGSTS, A: an arrival on an mbarrier, W: a wait or barrier, B: a branch, .: anything else). reference_kernels/NOTES.md
 ("The profile, taken") compares the mma-fp16 rung with CUTLASS's loop this way.
 
 Needs nvdisasm: PATH, $NVDISASM, or CUDA's bin folder; without a CUDA toolkit,
@@ -30,6 +30,35 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
 LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+SHAPE = {"HMMA": "H", "LDSM": "L", "LDGSTS": "G", "ARRIVES": "A", "SYNCS.ARRIVE": "A", "SYNCS.PHASECHK": "W",
+         "BAR": "W", "DEPBAR": "W", "BRA": "B"}
+
+
+def _words(instruction: str) -> list[str]:
+    """The instruction without its predicate (``@!P1``)."""
+    words = instruction.split(None, 1) if not instruction.startswith("@") else instruction.split(None, 2)[1:]
+    return words
+
+
+def mnemonic(instruction: str) -> str:
+    """``@!P1 LDGSTS.E.BYPASS.128 [R5], ...`` -> ``LDGSTS.E.BYPASS.128``."""
+    words = _words(instruction)
+    return words[0] if words else ""
+
+
+def opcode(instruction: str) -> str:
+    """``LDGSTS.E.BYPASS.128 ...`` -> ``LDGSTS`` (``ARRIVES.LDGSTSBAR...`` is no copy)."""
+    return mnemonic(instruction).split(".")[0]
+
+
+def operands(instruction: str) -> list[str]:
+    words = _words(instruction)
+    return [o.strip().replace(".reuse", "") for o in words[1].split(",")] if len(words) > 1 else []
+
+
+def letter(instruction: str) -> str:
+    parts = mnemonic(instruction).split(".")
+    return SHAPE.get(".".join(parts[:2]), SHAPE.get(parts[0], "."))
 
 
 @dataclass(frozen=True)
@@ -40,31 +69,21 @@ class Loop:
 
     @property
     def hmma(self) -> list[str]:
-        return [i for i in self.instructions if "HMMA" in i]
+        return [i for i in self.instructions if opcode(i) == "HMMA"]
 
     @property
     def moved_accumulators(self) -> int:
         """HMMA whose destination differs from their accumulator input (D != C)."""
-        moved = 0
-        for ins in self.hmma:
-            operands = [o.strip().replace(".reuse", "") for o in ins.split(None, 1)[1].split(",")]
-            moved += operands[0] != operands[3]
-        return moved
+        return sum(operands(i)[0] != operands(i)[3] for i in self.hmma)
 
     @property
     def reused(self) -> int:
         return sum(".reuse" in i for i in self.hmma)
 
-    def count(self, opcode: str) -> int:
-        return sum(opcode in i for i in self.instructions)
+    def count(self, name: str) -> int:
+        return sum(opcode(i) == name for i in self.instructions)
 
     def shape(self) -> str:
-        def letter(ins: str) -> str:
-            for needle, char in (("HMMA", "H"), ("LDSM", "L"), ("LDGSTS", "G"), ("SYNCS", "W"),
-                                 ("BAR", "W"), ("BRA", "B")):
-                if needle in ins:
-                    return char
-            return "."
         return "".join(letter(i) for i in self.instructions)
 
     def summary(self) -> str:
@@ -97,7 +116,7 @@ def tensor_loops(sass: str, min_hmma: int = 32) -> list[Loop]:
         if target and labels.get(target[1], address + 1) <= address:
             start = labels[target[1]]
             body = [t for a, t in instructions if start <= a <= address]
-            if sum("HMMA" in t for t in body) >= min_hmma:
+            if sum(opcode(t) == "HMMA" for t in body) >= min_hmma:
                 loops.append(Loop(start, address, body))
     return loops
 
