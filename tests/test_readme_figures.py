@@ -104,3 +104,9 @@ def test_the_class_block_gives_the_command_its_log_shows_was_run(tmp_path):
     (tmp_path / "class.txt").write_text("\n".join(cut) + "\n")  # cut short: what was asked is not known
     block, _ = figures.regenerate("<!-- figures:class -->\nold\n<!-- /figures:class -->\n", tmp_path)
     assert "`python tools/class_benchmark.py --students 2`." in block
+    # the class's size from its first line, though fewer were graded; a pass skipped for the deadline
+    skipped = ["class of 100 in /tmp/c/class: 55 correct", *log[:2], "SOLO: skipped, about 90 s would not fit",
+               "AGAIN: 15 students graded a second time in 40.0 s (--jobs 12)", "RESULT: 4 of 4 targets met"]
+    (tmp_path / "class.txt").write_text("\n".join(skipped) + "\n")
+    block, _ = figures.regenerate("<!-- figures:class -->\nold\n<!-- /figures:class -->\n", tmp_path)
+    assert "`python tools/class_benchmark.py --students 100 --again 15 --lock-log`." in block

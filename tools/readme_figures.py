@@ -122,14 +122,17 @@ def _class(folder: Path, meta: dict[str, Any]) -> str | None:
 
 
 def class_command(log: list[str], students: int) -> str:
-    """The benchmark's command line as its log shows it was run: the students graded again alone
-    (``SOLO:``) and a second time (``AGAIN:``), and ``--lock-log`` where the lock's holds were read.
-    A finished run (``RESULT:``) with no such line was asked for none; a run cut short says nothing."""
-    command = f"python tools/class_benchmark.py --students {students}"
+    """The benchmark's command line as its log shows it was run: the class's size (its first line,
+    ``class of N``; else ``students``), the students graded again alone (``SOLO:``) and a second
+    time (``AGAIN:``), and ``--lock-log`` where the lock's holds were read. A finished run
+    (``RESULT:``) with no such line was asked for none; a pass skipped or cut short says nothing."""
+    sizes = [m[1] for line in log if (m := re.match(r"class of (\d+) in ", line))]
+    command = f"python tools/class_benchmark.py --students {sizes[0] if sizes else students}"
     finished = any(line.startswith("RESULT:") for line in log)
     for label, option in (("SOLO", "--solo"), ("AGAIN", "--again")):
         counts = [m[1] for line in log if (m := re.match(rf"{label}: (\d+) students", line))]
-        if counts or finished:
+        skipped = any(line.startswith(f"{label}: skipped") for line in log)
+        if counts or (finished and not skipped):
             command += f" {option} {counts[-1] if counts else 0}"
     return command + (" --lock-log" if any(line.startswith("GPU LOCK") for line in log) else "")
 
