@@ -12,9 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sass_loops = load_registered(ROOT / "tools" / "sass_loops.py", "gemm_tools_sass_loops")
 
 # The shape of nvdisasm -c output: a prologue, a K loop with a spin wait inside it (a backward
-# branch with no HMMA, not a tensor loop), four HMMA of which one moves its accumulator (D != C)
-# and three carry a reuse flag (the last one predicated), one copy (LDGSTS, predicated) and the copies' arrival on an mbarrier (no copy),
-# a forward branch, and the loop's branch back to .L_x_1.
+# branch with no HMMA, not a tensor loop), four HMMA (the last one predicated) of which one moves
+# its accumulator (D != C) and three carry a reuse flag, an mbarrier's initialisation, one copy
+# (LDGSTS, predicated) and the copies' arrival on an mbarrier (no copy), a forward branch, and the
+# loop's branch back to .L_x_1.
 SASS = """
         /*0000*/                   MOV R1, c[0x0][0x28] ;
         /*0010*/               @P0 BRA `(.L_x_3) ;

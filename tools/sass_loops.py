@@ -9,8 +9,9 @@ instructions, HMMA, ldmatrix (LDSM), cp.async (LDGSTS), the HMMA that write thei
 into another register than the one they read ("D != C": the register allocator moving
 accumulators, a sign of pressure) and those with an operand-reuse flag (an operand read from the
 reuse cache, not the register file), then the loop's order of instructions in one line (H: HMMA,
-L: LDSM, G: LDGSTS, A: an arrival on an mbarrier, W: a wait or barrier, B: a branch, .: anything else). reference_kernels/NOTES.md
-("The profile, taken") compares the mma-fp16 rung with CUTLASS's loop this way.
+L: LDSM, G: LDGSTS, A: an arrival on an mbarrier, W: a wait or barrier, B: a branch, .: anything
+else). reference_kernels/NOTES.md ("The profile, taken") compares the mma-fp16 rung with
+CUTLASS's loop this way.
 
 Needs nvdisasm: PATH, $NVDISASM, or CUDA's bin folder; without a CUDA toolkit,
 ``pip download --no-deps nvidia-cuda-nvdisasm`` and unzip it (CONTRIBUTING.md).
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
 LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 SHAPE = {"HMMA": "H", "LDSM": "L", "LDGSTS": "G", "ARRIVES": "A", "SYNCS.ARRIVE": "A", "SYNCS.PHASECHK": "W",
@@ -139,7 +142,6 @@ def disassemble(cubin: Path) -> str:
 
 def compiled_cubin(name: str, arch: str, folder: Path) -> tuple[Path, str]:
     """A ladder rung or candidate compiled for ``arch`` here (NVRTC), and its registers."""
-    sys.path.insert(0, str(REPO))
     from pytest_gemm.kernels.compiler import compile_for_arch
     from reference_kernels import LADDER, by_name
     from reference_kernels.candidates import MMA_CANDIDATES, SGEMM_CANDIDATES
@@ -148,8 +150,9 @@ def compiled_cubin(name: str, arch: str, folder: Path) -> tuple[Path, str]:
     try:
         kernel = kernels.get(name) or by_name(name)
     except KeyError:
-        raise SystemExit(f"--kernel {name}: no rung or candidate of that name; rungs: "
-                         f"{', '.join(sorted(str(k.name) for k in LADDER))}; candidates: {', '.join(sorted(kernels))}") from None
+        rungs = ", ".join(sorted(str(k.name) for k in LADDER))
+        raise SystemExit(f"--kernel {name}: no rung or candidate of that name; rungs: {rungs}; "
+                         f"candidates: {', '.join(sorted(kernels))}") from None
     built = compile_for_arch(kernel, arch)
     path = folder / f"{name}.{arch}.cubin"
     path.write_bytes(built.code)
