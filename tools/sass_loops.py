@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for folder in (REPO, REPO / "tools"):  # the project, and perf_candidates beside this file
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
 LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 SHAPE = {"HMMA": "H", "LDSM": "L", "LDGSTS": "G", "ARRIVES": "A", "SYNCS.ARRIVE": "A", "SYNCS.PHASECHK": "W",
@@ -143,16 +144,16 @@ def disassemble(cubin: Path) -> str:
 def compiled_cubin(name: str, arch: str, folder: Path) -> tuple[Path, str]:
     """A ladder rung or candidate compiled for ``arch`` here (NVRTC), and its registers."""
     from pytest_gemm.kernels.compiler import compile_for_arch
-    from reference_kernels import LADDER, by_name
-    from reference_kernels.candidates import MMA_CANDIDATES, SGEMM_CANDIDATES
+    from reference_kernels import LADDER
+    from reference_kernels.candidates import CANDIDATES
+    from perf_candidates import kernel_by_name  # the lookup tools/profile_kernel.py uses too
 
-    kernels = {str(k.name): k for k in (*MMA_CANDIDATES, *SGEMM_CANDIDATES)}
     try:
-        kernel = kernels.get(name) or by_name(name)
+        kernel = kernel_by_name(name)
     except KeyError:
         rungs = ", ".join(sorted(str(k.name) for k in LADDER))
         raise SystemExit(f"--kernel {name}: no rung or candidate of that name; rungs: {rungs}; "
-                         f"candidates: {', '.join(sorted(kernels))}") from None
+                         f"candidates: {', '.join(sorted(CANDIDATES))}") from None
     built = compile_for_arch(kernel, arch)
     path = folder / f"{name}.{arch}.cubin"
     path.write_bytes(built.code)
