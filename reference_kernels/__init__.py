@@ -124,7 +124,7 @@ def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK, mbar: bool =
 def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
                     name: str | None = None, bk: int = MMA_BK, spread: int = 3, lean: bool = False,
                     smem_epilogue: bool = False, mbar: bool = False, copy_at: int = 0, try_wait: bool = False,
-                    arrive_all: bool = False) -> CudaKernel:
+                    arrive_all: bool = False, copy_early: bool = False) -> CudaKernel:
     """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
     ring of ``stages`` K slices of ``bk`` (the rung below, and the variants in ``candidates``);
     ``spread``: the steady-state loop issues the next slice's copies over that many k16 steps
@@ -134,13 +134,15 @@ def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks:
     mbarriers instead of a block barrier per slice (``-DMMA_MBAR=1``, ``-mbar``), its copies
     issued from k16 step ``copy_at`` on (``-DMMA_COPY_AT``, ``-at<n>``), waited for with sm_90's
     ``try_wait`` (``try_wait``: ``-DMMA_TRY_WAIT=1``, ``-tw``), released by every thread rather than
-    one per warp (``arrive_all``: ``-DMMA_ARRIVE_ALL=1``, ``-aa``)."""
+    one per warp (``arrive_all``: ``-DMMA_ARRIVE_ALL=1``, ``-aa``), the copies after the first copy
+    step issued at the start of their k16 step (``copy_early``: ``-DMMA_COPY_EARLY=1``, ``-ce``)."""
     threads = (bm // wm) * (bn // wn) * 32
     options = (f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}", f"-DMMA_BK={bk}",
                f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", f"-DMMA_SPREAD={spread}")
     flags = (("-DMMA_LEAN=1", lean, "-lean"), ("-DMMA_MBAR=1", mbar, "-mbar"),
              (f"-DMMA_COPY_AT={copy_at}", copy_at != 0, f"-at{copy_at}"),
-             ("-DMMA_TRY_WAIT=1", try_wait, "-tw"), ("-DMMA_ARRIVE_ALL=1", arrive_all, "-aa"),
+             ("-DMMA_COPY_EARLY=1", copy_early, "-ce"), ("-DMMA_TRY_WAIT=1", try_wait, "-tw"),
+             ("-DMMA_ARRIVE_ALL=1", arrive_all, "-aa"),
              ("-DMMA_SMEM_EPILOGUE=1", smem_epilogue, "-se"))
     return CudaKernel(
         source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
@@ -154,11 +156,12 @@ def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks:
 # 256 x 128 block tile, a 3-slice cp.async ring of K slices of 64 in unpadded, XOR-swizzled
 # shared rows (144 KB: inside sm_80's 163 KB) guarded by full/empty mbarriers instead of a block
 # barrier per slice, the next k16 step's fragments loaded during this step's mma.sync, the next
-# slice's copies unchecked and spread over three k16 steps in the steady state, and C staged
-# through shared memory and stored as float4 rows. reference_kernels/NOTES.md: the variants
-# measured (this build is candidate mma-fp16-256x128x64-s3-cs3-mbar-se since 2026-12-02).
+# slice's copies unchecked and spread over three k16 steps in the steady state (each issued at the
+# start of its step; on sm_90 the waits use try_wait), and C staged through shared memory and
+# stored as float4 rows. reference_kernels/NOTES.md: the variants measured (this build is candidate
+# mma-fp16-256x128x64-s3-cs3-mbar-ce-tw-se since 2026-12-02, "Issue 29, fourth").
 mma_fp16 = mma_fp16_kernel(256, 128, 64, 64, stages=3, min_blocks=1, name="mma-fp16", bk=64, spread=3,
-                           mbar=True, smem_epilogue=True)
+                           mbar=True, smem_epilogue=True, copy_early=True, try_wait=True)
 
 # The Hopper rung (wgmma.cu): TMA into 128-byte swizzled shared memory, wgmma.mma_async
 # m64n256k16, a 4-stage mbarrier ring, a producer and two consumer warpgroups (setmaxnreg),

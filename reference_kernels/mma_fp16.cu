@@ -14,8 +14,14 @@
 //     no longer stall each other every slice: 0.590-0.592 (the barrier alone cost 17 us of
 //     314 in a diagnostic build);
 //   - C staged through shared memory and stored as float4 rows (MMA_SMEM_EPILOGUE): 4x fewer
-//     L2 write requests than float2 stores from the accumulators: 0.595-0.603 with both.
-// CUTLASS's best sm_80 tile reaches 0.632-0.637 on the same card; mma.sync alone about 0.89.
+//     L2 write requests than float2 stores from the accumulators: 0.595-0.603 with both;
+//   - the steady loop's copies issued at the start of their k16 step (MMA_COPY_EARLY) and, on
+//     sm_90, waits with try_wait (MMA_TRY_WAIT): every branch in the loop makes ptxas wait out
+//     the mma.sync in flight (about 24 cycles), so the loop's encoded stalls are what its
+//     branches and its runs of copies cost; these two took them from 872 to 835 cycles a K
+//     slice of 128 mma.sync (6 cycles each at best) and the rung to 0.607-0.616 (0.598-0.602
+//     before, same runs).
+// CUTLASS's best sm_80 tile reaches 0.632-0.639 on the same card; mma.sync alone about 0.89.
 //
 // Parameters (-D, the rung's values in brackets):
 //   MMA_BM, MMA_BN   block tile of C [256, 128]; BN a multiple of 64
@@ -36,9 +42,13 @@
 //   MMA_MBAR         0 or 1 [1]: blocks inside C guard the ring with mbarriers (below), no
 //                    cp.async groups and no __syncthreads in the loop
 //   MMA_COPY_AT      with MMA_MBAR: the steady loop's copies start at this k16 step [0]
-//   MMA_TRY_WAIT     with MMA_MBAR, 0 or 1 [0]: on sm_90+ wait with mbarrier.try_wait (the
+//   MMA_TRY_WAIT     with MMA_MBAR, 0 or 1 [1]: on sm_90+ wait with mbarrier.try_wait (the
 //                    thread may be suspended) instead of spinning on test_wait
 //   MMA_ARRIVE_ALL   with MMA_MBAR, 0 or 1 [0]: every thread arrives on `empty` (no __syncwarp)
+//   MMA_COPY_EARLY   with MMA_MBAR, 0 or 1 [1]: the steady loop's copies after its first copy
+//                    step are issued at the start of their k16 step, before its ldmatrix, rather
+//                    than halfway through its mma.sync (ptxas then spreads them between mma.sync
+//                    instead of issuing them in one run; NOTES.md, "Issue 29, fourth")
 //   MMA_SMEM_EPILOGUE 0 or 1 [1]: blocks inside C, with C 16-byte aligned, store C through
 //                    shared memory as float4 rows (the epilogue below)
 // (The macros default to 0, the rung's declaration in __init__.py sets the bracketed values.)
@@ -163,6 +173,9 @@
 #ifndef MMA_ARRIVE_ALL
 #define MMA_ARRIVE_ALL 0
 #endif
+#ifndef MMA_COPY_EARLY
+#define MMA_COPY_EARLY 0
+#endif
 
 #define MMA_THREADS ((MMA_BM / MMA_WM) * (MMA_BN / MMA_WN) * 32)
 
@@ -223,6 +236,8 @@ static_assert(MBAR == 0 || MBAR == 1, "MMA_MBAR must be 0 or 1");
 static_assert((MMA_TRY_WAIT == 0 || MMA_TRY_WAIT == 1) && (MMA_ARRIVE_ALL == 0 || MMA_ARRIVE_ALL == 1) &&
               (MBAR || (MMA_TRY_WAIT == 0 && MMA_ARRIVE_ALL == 0)),
               "MMA_TRY_WAIT and MMA_ARRIVE_ALL are 0 or 1, and only with MMA_MBAR=1");
+static_assert((MMA_COPY_EARLY == 0 || MMA_COPY_EARLY == 1) && (MBAR || MMA_COPY_EARLY == 0),
+              "MMA_COPY_EARLY is 0 or 1, and only with MMA_MBAR=1");
 static_assert(COPY_AT >= 0 && COPY_AT + SPREAD <= (MBAR ? KSTEPS : KSTEPS - 1) && (MBAR || COPY_AT == 0),
               "MMA_COPY_AT: the copies must be issued inside the slice (and, with the barrier ring, from step 0)");
 
@@ -635,78 +650,97 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
         load_frags(af[0], bf[0], 0, 0);
         enum : int { CHUNKS = A_CHUNKS + B_CHUNKS };
         // `full` is a constant at both calls: inlined, each loop keeps only its own branch.
+        // The steady loop's copies of k16 step kk (chunk c, A's first, then B's, is issued in step
+        // COPY_AT + c * SPREAD / CHUNKS), and after the last of them the arrival on `full`.
+        auto issue_copies = [&](int kk) {
+            const unsigned int aStage = aSmem + static_cast<unsigned int>(writeTo * A_STAGE * 2) + aDst;
+            const unsigned int bStage = bSmem + static_cast<unsigned int>(writeTo * B_STAGE * 2) + bDst;
+#pragma unroll
+            for (int c = 0; c < CHUNKS; ++c) {
+                if (COPY_AT + c * SPREAD / CHUNKS == kk) {
+                    if (c < A_CHUNKS) {
+                        cp_async16(aStage + c * A_DST_STEP, aNext + c * aPass, 16);
+                    } else {
+                        const int i = c - A_CHUNKS;
+                        cp_async16(bStage + i * B_DST_STEP, bNext + i * bPass, 16);
+                    }
+                }
+            }
+            if (kk == COPY_AT + SPREAD - 1) {
+                aNext += BK;
+                bNext += bTile;
+                if constexpr (mbar) {
+                    cp_async_mbar_arrive(fullBar + writeTo * 8);
+                } else {
+                    cp_async_commit();
+                }
+            }
+        };
+        // One k16 step kk of iteration kt in two halves: `front` (early copies, then the ldmatrix of
+        // the next step: in the last step after the wait for tile kt+1) and `back` (this step's
+        // mma.sync, with the wait on `empty` and the copies among them).
+        auto front = [&](int kt, bool full, int kk) {
+            if (MMA_COPY_EARLY && full && kk != COPY_AT) {
+                // Issued before the step's ldmatrix: ptxas spreads them between the mma.sync.
+                issue_copies(kk);
+            }
+            if (kk == KSTEPS - 1) {
+                readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
+                if constexpr (mbar) {
+                    readParity ^= readStage == 0 ? 1u : 0u;
+                    // The last tile has no successor to wait for (the steady loop always has).
+                    if (full || kt + 1 < kTiles) {
+                        mbar_wait(fullBar + readStage * 8, readParity);  // everyone's copies of tile kt+1
+                    }
+                } else {
+                    cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 have landed
+                    __syncthreads();              // everyone's have; everyone has read tile kt
+                }
+                load_frags(af[0], bf[0], readStage, 0);  // after the last tile: read, unused
+            } else {
+                load_frags(af[(kk + 1) & 1], bf[(kk + 1) & 1], readStage, kk + 1);
+                if (mbar && kk == KSTEPS - 2) {
+                    // This warp's last ldmatrix of tile kt was just issued: release its stage
+                    // (MMA_ARRIVE_ALL: every thread arrives, no __syncwarp).
+                    if constexpr (MMA_ARRIVE_ALL) {
+                        mbar_arrive(emptyBar + readStage * 8);
+                    } else {
+                        __syncwarp();
+                        if (lane == 0) {
+                            mbar_arrive(emptyBar + readStage * 8);
+                        }
+                    }
+                }
+            }
+        };
+        auto back = [&](int kt, bool full, int kk) {
+            mma_step(af[kk & 1], bf[kk & 1], 0, MI / 2);
+            if (mbar && kk == (full ? COPY_AT : 0) && (full || (!lean && kt + STAGES - 1 < kTiles))) {
+                mbar_wait(emptyBar + writeTo * 8, writeParity);  // every warp has read tile kt-1
+            }
+            if (full) {
+                if (!(MMA_COPY_EARLY && kk != COPY_AT)) {
+                    issue_copies(kk);
+                }
+            } else if (kk == 0) {
+                if (!lean && kt + STAGES - 1 < kTiles) {  // lean: the tail has nothing to load
+                    load_next(writeTo, kt + STAGES - 1);
+                    if constexpr (mbar) {
+                        cp_async_mbar_arrive(fullBar + writeTo * 8);
+                    }
+                }
+                cp_async_commit();
+            }
+            mma_step(af[kk & 1], bf[kk & 1], MI / 2, MI);
+        };
         auto iteration = [&](int kt, bool full) {
             if constexpr (!mbar) {
                 writeTo = readStage == 0 ? STAGES - 1 : readStage - 1;
             }
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; ++kk) {
-                if (kk == KSTEPS - 1) {
-                    readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
-                    if constexpr (mbar) {
-                        readParity ^= readStage == 0 ? 1u : 0u;
-                        // The last tile has no successor to wait for (the steady loop always has).
-                        if (full || kt + 1 < kTiles) {
-                            mbar_wait(fullBar + readStage * 8, readParity);  // everyone's copies of tile kt+1
-                        }
-                    } else {
-                        cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 have landed
-                        __syncthreads();              // everyone's have; everyone has read tile kt
-                    }
-                    load_frags(af[0], bf[0], readStage, 0);  // after the last tile: read, unused
-                } else {
-                    load_frags(af[(kk + 1) & 1], bf[(kk + 1) & 1], readStage, kk + 1);
-                    if (mbar && kk == KSTEPS - 2) {
-                        // This warp's last ldmatrix of tile kt was just issued: release its stage
-                        // (MMA_ARRIVE_ALL: every thread arrives, no __syncwarp).
-                        if constexpr (MMA_ARRIVE_ALL) {
-                            mbar_arrive(emptyBar + readStage * 8);
-                        } else {
-                            __syncwarp();
-                            if (lane == 0) {
-                                mbar_arrive(emptyBar + readStage * 8);
-                            }
-                        }
-                    }
-                }
-                mma_step(af[kk & 1], bf[kk & 1], 0, MI / 2);
-                if (mbar && kk == (full ? COPY_AT : 0) && (full || (!lean && kt + STAGES - 1 < kTiles))) {
-                    mbar_wait(emptyBar + writeTo * 8, writeParity);  // every warp has read tile kt-1
-                }
-                if (full) {
-                    // Chunk c (A's first, then B's) is issued in k16 step c * SPREAD / CHUNKS.
-                    const unsigned int aStage = aSmem + static_cast<unsigned int>(writeTo * A_STAGE * 2) + aDst;
-                    const unsigned int bStage = bSmem + static_cast<unsigned int>(writeTo * B_STAGE * 2) + bDst;
-#pragma unroll
-                    for (int c = 0; c < CHUNKS; ++c) {
-                        if (COPY_AT + c * SPREAD / CHUNKS == kk) {
-                            if (c < A_CHUNKS) {
-                                cp_async16(aStage + c * A_DST_STEP, aNext + c * aPass, 16);
-                            } else {
-                                const int i = c - A_CHUNKS;
-                                cp_async16(bStage + i * B_DST_STEP, bNext + i * bPass, 16);
-                            }
-                        }
-                    }
-                    if (kk == COPY_AT + SPREAD - 1) {
-                        aNext += BK;
-                        bNext += bTile;
-                        if constexpr (mbar) {
-                            cp_async_mbar_arrive(fullBar + writeTo * 8);
-                        } else {
-                            cp_async_commit();
-                        }
-                    }
-                } else if (kk == 0) {
-                    if (!lean && kt + STAGES - 1 < kTiles) {  // lean: the tail has nothing to load
-                        load_next(writeTo, kt + STAGES - 1);
-                        if constexpr (mbar) {
-                            cp_async_mbar_arrive(fullBar + writeTo * 8);
-                        }
-                    }
-                    cp_async_commit();
-                }
-                mma_step(af[kk & 1], bf[kk & 1], MI / 2, MI);
+                front(kt, full, kk);
+                back(kt, full, kk);
             }
             if constexpr (mbar) {
                 writeTo = writeTo + 1 == STAGES ? 0 : writeTo + 1;

@@ -16,6 +16,8 @@ not installed.
 """
 from __future__ import annotations
 
+import collections
+import dataclasses
 import json
 import math
 import re
@@ -190,6 +192,26 @@ def test_mma_options_reach_the_code(kernel: CudaKernel) -> None:
 
 
 @needs_nvrtc
+@pytest.mark.parametrize("kernel", [k for k in MMA if _options(k).get("MMA_COPY_EARLY")], ids=lambda k: k.name)
+def test_copy_early_moves_the_copies_and_adds_nothing(kernel: CudaKernel) -> None:
+    """-DMMA_COPY_EARLY=1 only moves the steady loop's copies (to the start of their k16 step): its
+    PTX differs from the same build without it, and issues as many copies, ldmatrix, mma.sync and
+    mbarrier operations (NVVM may fold an address multiply differently: those are not counted)."""
+    twin = dataclasses.replace(kernel, name=f"{kernel.name}-without-ce",
+                               options=tuple(o for o in kernel.options if o != "-DMMA_COPY_EARLY=1"))
+    early, late = _ptx(kernel, "sm_80"), _ptx(twin, "sm_80")
+
+    def work(ptx: str) -> collections.Counter:
+        found = (re.match(r"\t(?:@!?%p\d+\s+)?((?:cp\.async|ldmatrix|mma|mbarrier)[\w.:]*)", line)
+                 for line in ptx.splitlines())
+        return collections.Counter(m[1] for m in found if m)
+
+    assert early != late, f"{kernel.name}: MMA_COPY_EARLY does not reach the code"
+    assert work(early) == work(late) and work(early)["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"] > 0, (
+        f"{kernel.name}: MMA_COPY_EARLY changed what is issued, not only where")
+
+
+@needs_nvrtc
 @pytest.mark.parametrize(("kernel", "arch"), [pytest.param(k, a, id=f"{k.name}-{a}") for k in SGEMM for a in REQUIRED_ARCHES])
 def test_fp32_candidates_use_no_tensor_cores_or_tf32(kernel: CudaKernel, arch: str) -> None:
     ptx = _ptx(kernel, arch)
@@ -229,14 +251,15 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     bm, bn, wm, wn, stages = o["MMA_BM"], o["MMA_BN"], o["MMA_WM"], o["MMA_WN"], o["MMA_STAGES"]
     bk, spread, lean = o["MMA_BK"], o["MMA_SPREAD"], o.get("MMA_LEAN", 0)
     mbar, copy_at, se = o.get("MMA_MBAR", 0), o.get("MMA_COPY_AT", 0), o.get("MMA_SMEM_EPILOGUE", 0)
-    flags = {"MMA_LEAN", "MMA_MBAR", "MMA_COPY_AT", "MMA_SMEM_EPILOGUE", "MMA_TRY_WAIT", "MMA_ARRIVE_ALL"}
-    tw, aa = o.get("MMA_TRY_WAIT", 0), o.get("MMA_ARRIVE_ALL", 0)
+    flags = {"MMA_LEAN", "MMA_MBAR", "MMA_COPY_AT", "MMA_SMEM_EPILOGUE", "MMA_TRY_WAIT", "MMA_ARRIVE_ALL",
+             "MMA_COPY_EARLY"}
+    tw, aa, ce = o.get("MMA_TRY_WAIT", 0), o.get("MMA_ARRIVE_ALL", 0), o.get("MMA_COPY_EARLY", 0)
     assert set(o) - flags == {"MMA_BM", "MMA_BN", "MMA_WM", "MMA_WN", "MMA_BK", "MMA_STAGES", "MMA_MIN_BLOCKS",
                               "MMA_SPREAD"}
     assert kernel.name == (f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}" + ("-lean" if lean else "")
-                           + ("-mbar" if mbar else "") + (f"-at{copy_at}" if copy_at else "") + ("-tw" if tw else "")
-                           + ("-aa" if aa else "") + ("-se" if se else ""))
-    assert mbar or not (tw or aa), "try_wait and arrive-all only in the mbarrier ring"
+                           + ("-mbar" if mbar else "") + (f"-at{copy_at}" if copy_at else "") + ("-ce" if ce else "")
+                           + ("-tw" if tw else "") + ("-aa" if aa else "") + ("-se" if se else ""))
+    assert mbar or not (tw or aa or ce), "try_wait, arrive-all and early copies only in the mbarrier ring"
     assert all(o[f] != 0 for f in flags & set(o)), "each option only where the build uses it"
     assert copy_at == 0 or (mbar and copy_at + spread <= bk // 16), "copies from a later step only in the mbarrier ring"
     assert (bk % 64 == 0 or bk == 32) and bn % 64 == 0 and wn % 64 == 0 and 1 <= spread < bk // 16, (
@@ -252,9 +275,9 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
 
 
 def test_the_tensor_rung_is_the_measured_build() -> None:
-    """The rung mma-fp16 is candidate mma-fp16-256x128x64-s3-cs3-mbar-se (the measured best of
+    """The rung mma-fp16 is candidate mma-fp16-256x128x64-s3-cs3-mbar-ce-tw-se (the measured best of
     issue 29) under its ladder name."""
-    rung, cand = reference_kernels.mma_fp16, candidates.mma_256x128x64_s3_cs3_mbar_se
+    rung, cand = reference_kernels.mma_fp16, candidates.mma_256x128x64_s3_cs3_mbar_ce_tw_se
     assert rung.name == "mma-fp16" and rung.options == cand.options and rung.shared_mem == cand.shared_mem
     assert math.prod(rung.block) == math.prod(cand.block) == 256 and tuple(rung.tile) == (256, 128)
 

@@ -41,9 +41,10 @@ def _declare(kernel: CudaKernel, design: str) -> CudaKernel:
 
 def _mma(design: str, bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int, spread: int = 3,
          bk: int = MMA_BK, lean: bool = False, se: bool = False, mbar: bool = False, copy_at: int = 0,
-         tw: bool = False, aa: bool = False) -> CudaKernel:
+         tw: bool = False, aa: bool = False, ce: bool = False) -> CudaKernel:
     return _declare(mma_fp16_kernel(bm, bn, wm, wn, stages, min_blocks, bk=bk, spread=spread, lean=lean,
-                                    smem_epilogue=se, mbar=mbar, copy_at=copy_at, try_wait=tw, arrive_all=aa),
+                                    smem_epilogue=se, mbar=mbar, copy_at=copy_at, try_wait=tw, arrive_all=aa,
+                                    copy_early=ce),
                     design)
 
 
@@ -115,6 +116,18 @@ mma_256x128x64_s3_cs3_mbar_aa_se = _mma("the rung's build with every thread arri
 mma_256x128x64_s3_cs3_mbar_tw_aa_se = _mma("the rung's build with both: try_wait, every thread arriving",
                                            256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, tw=True,
                                            aa=True, se=True)
+# The rung's build with its steady loop's copies issued at the start of their k16 step (ptxas then
+# spreads them between the mma.sync), alone and with try_wait: 862 and 835 stall cycles a slice
+# in the loop's SASS against the rung's 872 (NOTES.md, "Issue 29, fourth").
+mma_256x128x64_s3_cs3_mbar_ce_se = _mma("the rung's build with the copies issued at the start of their k16 step",
+                                        256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, ce=True,
+                                        se=True)
+mma_256x128x64_s3_cs3_mbar_ce_tw_se = _mma("the rung's build with early copies and sm_90's try_wait",
+                                           256, 128, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, ce=True,
+                                           tw=True, se=True)
+mma_128x256x64_s3_cs3_mbar_ce_tw_se = _mma("128x256x64 with the rung's early copies and try_wait",
+                                           128, 256, 64, 64, stages=3, min_blocks=1, spread=3, mbar=True, ce=True,
+                                           tw=True, se=True)
 mma_128x256x64_s3_cs3_lean_se = _mma("128x256x64 lean, shared-memory epilogue",
                                      128, 256, 64, 64, stages=3, min_blocks=1, spread=3, lean=True, se=True)
 mma_128x256x64_s3_cs3_lean_mbar_se = _mma("128x256x64 lean, mbarrier ring, shared-memory epilogue",
