@@ -649,7 +649,6 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
         }
         load_frags(af[0], bf[0], 0, 0);
         enum : int { CHUNKS = A_CHUNKS + B_CHUNKS };
-        // `full` is a constant at both calls: inlined, each loop keeps only its own branch.
         // The steady loop's copies of k16 step kk (chunk c, A's first, then B's, is issued in step
         // COPY_AT + c * SPREAD / CHUNKS), and after the last of them the arrival on `full`.
         auto issue_copies = [&](int kk) {
@@ -733,6 +732,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
             }
             mma_step(af[kk & 1], bf[kk & 1], MI / 2, MI);
         };
+        // `full` is a constant at both calls: inlined, each loop keeps only its own branch.
         auto iteration = [&](int kt, bool full) {
             if constexpr (!mbar) {
                 writeTo = readStage == 0 ? STAGES - 1 : readStage - 1;

@@ -167,9 +167,8 @@ def tensor_loops(sass: str, min_hmma: int = 32) -> list[Loop]:
             start = labels[target[1]]
             body = [(t, stall) for a, t, stall in instructions if start <= a <= address]
             if sum(opcode(t) == "HMMA" for t, _ in body) >= min_hmma:
-                stalls = [stall for _, stall in body]
-                loops.append(Loop(start, address, [t for t, _ in body],
-                                  None if None in stalls else [int(x) for x in stalls if x is not None]))
+                known = [stall for _, stall in body if stall is not None]  # all, when read with -hex
+                loops.append(Loop(start, address, [t for t, _ in body], known if len(known) == len(body) else None))
     return loops
 
 
