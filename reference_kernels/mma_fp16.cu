@@ -54,7 +54,8 @@
 // (The macros default to 0, the rung's declaration in __init__.py sets the bracketed values.)
 // Tried later and not kept (none faster on the H200; branch mma-experiments, NOTES.md "Issue 29,
 // later"): the last k16 step's mma.sync held after the slice barrier, an L2 prefetch on each
-// cp.async, blocks launched in groups of tile columns, a fifth stage.
+// cp.async, blocks launched in groups of tile columns, a fifth stage; and (NOTES.md, "Issue 29,
+// fifth") one mbarrier a stage (no `empty`: one wait a slice, 5 % slower) and K slices of 128.
 // Shared memory is dynamic: MMA_STAGES x (BM x BK + BK x BN) halves; the exact figure is also
 // exported as the constant gemm_mma_fp16_smem_bytes so the Python declaration can be checked
 // against it. Builds measured before 2026-12-01 with padded rows, other loops or K slices of
