@@ -1,6 +1,8 @@
 """Call history or race (judges/history.py), on synthetic outputs: no GPU."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from pytest_gemm.judges.history import digest, new_inputs_finding, replays_agree, sequence_finding
@@ -116,6 +118,24 @@ def test_first_call_only_is_unwritten_without_a_replay():
     f = judge_launches([RIGHT, UNWRITTEN, UNWRITTEN, UNWRITTEN, UNWRITTEN], UNWRITTEN, UNWRITTEN, replay)
     assert f.category == "unwritten_output" and f.summary.startswith("left C unwritten after its first call")
     assert f.call_history and replay.calls == 0
+
+
+def test_first_call_only_outlasts_every_correctness_check_of_a_shape():
+    """tests/untrusted's first_call_only must fail the speed check only, whichever correctness
+    checks xdist puts in its process and in whatever order: it computes more calls of a shape than
+    all of them make at one shape, and fewer than the speed check's timed calls (which take no GPU
+    time once it stops computing, so its budget never ends them before max_repeats)."""
+    import inspect
+
+    from pytest_gemm.checks import coverage, deterministic, exact, guards
+    from pytest_gemm.measure.timing import time_gpu
+    from suite_helpers import load_declarations
+
+    kernels = load_declarations(Path(__file__).parent / "untrusted" / "kernels.py", "untrusted_kernels_calls")
+    one_each = sum(inspect.getsource(m).count("run_kernel(") for m in (exact, coverage, guards))
+    together = one_each + deterministic.RUNS + 2  # five on one input set, then two with new values
+    timed = inspect.signature(time_gpu).parameters["max_repeats"].default
+    assert together == 11 and together < kernels.FIRST_CALLS < timed
 
 
 def test_a_race_stays_a_race_when_the_fresh_replays_differ():
