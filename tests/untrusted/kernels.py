@@ -37,7 +37,7 @@ cached_result       keeps C per (A, B) address and shape; a repeated address  sp
                     gets the cached copy back, whatever the data
 first_call_only     computes the first 32 calls of each shape, then returns   speed     stale_output
                     at once (passes every correctness check: all of them at
-                    one shape launch it 11 times, whichever share a process)
+                    one shape launch it at most 11 times, in any process)
 memoized            caches C by address and content (sums of A and B): always speed     timing_escape
                     right, but a hit only copies: faster than the FP32 roof
 writes_into_harness also stores C's last row in the N floats after C          guards    out_of_bounds_write
@@ -173,7 +173,7 @@ def cached_result(a: Any, b: Any, c: Any) -> None:
 
 
 _CALLS_PER_SHAPE: dict[tuple[Any, ...], int] = {}
-# More than all the correctness checks at one shape launch together (11 at 1000x1000x1000: xdist
+# More than all the correctness checks at one shape launch together (at most 11, at 1000^3: xdist
 # may run them all in one kernel process, in any order), fewer than the speed check's 100 timed
 # calls: with 8, the determinism check's last launches were left unwritten whenever it followed
 # the exact, coverage and guards checks of its shape in one process (a flaky GPU test).
