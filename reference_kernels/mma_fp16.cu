@@ -676,11 +676,15 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
                 }
             }
         };
+        // Whether the steady loop issues step kk's copies at the start of the step (MMA_COPY_EARLY:
+        // every copy step after the first) rather than among its mma.sync; `front` and `back` each
+        // take the steps the other leaves.
+        auto copies_early = [](int kk) { return MMA_COPY_EARLY && kk != COPY_AT; };
         // One k16 step kk of iteration kt in two halves: `front` (early copies, then the ldmatrix of
         // the next step: in the last step after the wait for tile kt+1) and `back` (this step's
         // mma.sync, with the wait on `empty` and the copies among them).
         auto front = [&](int kt, bool full, int kk) {
-            if (MMA_COPY_EARLY && full && kk != COPY_AT) {
+            if (full && copies_early(kk)) {
                 // Issued before the step's ldmatrix: ptxas spreads them between the mma.sync.
                 issue_copies(kk);
             }
@@ -719,7 +723,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
                 mbar_wait(emptyBar + writeTo * 8, writeParity);  // every warp has read tile kt-1
             }
             if (full) {
-                if (!(MMA_COPY_EARLY && kk != COPY_AT)) {
+                if (!copies_early(kk)) {
                     issue_copies(kk);
                 }
             } else if (kk == 0) {

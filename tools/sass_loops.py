@@ -49,8 +49,7 @@ SHAPE = {"HMMA": "H", "LDSM": "L", "LDGSTS": "G", "ARRIVES": "A", "SYNCS.ARRIVE"
 
 def _words(instruction: str) -> list[str]:
     """The instruction without its predicate (``@!P1``)."""
-    words = instruction.split(None, 1) if not instruction.startswith("@") else instruction.split(None, 2)[1:]
-    return words
+    return instruction.split(None, 2)[1:] if instruction.startswith("@") else instruction.split(None, 1)
 
 
 def mnemonic(instruction: str) -> str:
