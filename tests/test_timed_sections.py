@@ -24,6 +24,7 @@ from pytest_gemm.measure import gpu_lock as lock_module
 from pytest_gemm.measure import quiet, run_cache
 from pytest_gemm.measure.gpu_lock import gpu_lock, lock_paths
 from pytest_gemm.measure.timing import TimingResult, summarize
+from pytest_gemm.model.categories import TIMING_ESCAPE, GemmCheckFailure
 
 # ---- the lock within one process -------------------------------------------------------------
 
@@ -141,8 +142,58 @@ def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(t
     h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"), device=None)
     speed.check_speed(h, (64, 64, 64), lambda facts: None, None)
     assert seen == {"inputs": None, "roofs": True, "quiet": True, "kernel": True, "verify": True, "cublas": True,
-                    "integrity": None}
+                    "integrity": True}
     assert asides[0].__self__.exclusive and asides[0].__func__ is lock_module.GpuHold.step_aside  # it may step aside
+
+
+def _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, replaced_after: str):
+    """check_speed with every GPU step faked; the timer reads as replaced from step
+    ``replaced_after`` on ("start": before the check). Returns the steps that ran and the failure."""
+    from pytest_gemm.checks import speed
+    from pytest_gemm.measure import integrity
+
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path))
+    stream = types.SimpleNamespace(null=contextlib.nullcontext())
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(Stream=stream)))
+    ran: list[str] = []
+    replaced = [replaced_after == "start"]
+    monkeypatch.setattr(integrity, "tampered", lambda: ["cupy.cuda.get_elapsed_time"] if replaced[0] else [])
+    timing = summarize([1.0], flops=1e9)
+
+    def step(name, value=None):
+        def fn(*args, **kwargs):
+            ran.append(name)
+            if name == replaced_after:
+                replaced[0] = True  # as a launcher that patches the timer in its first call
+            return value
+        return fn
+
+    monkeypatch.setattr(speed, "problems_for", step("inputs", []))
+    monkeypatch.setattr(speed, "process_roofs", step("roofs", {}))
+    monkeypatch.setattr(speed, "gpu_quiet", step("quiet", {"quiet": None}))
+    monkeypatch.setattr(speed, "timed_run", step("kernel", (timing, step("verify"))))
+    monkeypatch.setattr(speed, "time_cublas", step("cublas", timing))
+    monkeypatch.setattr(speed, "roof_facts", lambda *a: {})
+    monkeypatch.setattr(speed, "ceilings", lambda *a: types.SimpleNamespace(tflops=1e9))
+    monkeypatch.setattr(speed, "reject_escaped_work", lambda *a: None)
+    h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"), device=None)
+    with pytest.raises(GemmCheckFailure) as failure:
+        speed.check_speed(h, (64, 64, 64), lambda facts: None, None)
+    return ran, failure.value
+
+
+def test_a_process_whose_timer_is_already_replaced_measures_nothing(monkeypatch, tmp_path):
+    # Its roofs and cuBLAS times would be shared with every other process of the run
+    # (PYTEST_GEMM_MEASURE_CACHE), off by whatever the replaced timer says.
+    ran, failure = _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, "start")
+    assert ran == ["inputs"]
+    assert failure.category == TIMING_ESCAPE and "get_elapsed_time" in str(failure)
+
+
+def test_a_timer_replaced_by_the_timed_calls_keeps_cublas_untimed(monkeypatch, tmp_path):
+    ran, failure = _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, "kernel")
+    assert ran == ["inputs", "roofs", "quiet", "kernel", "verify"]  # no "cublas"
+    assert failure.category == TIMING_ESCAPE
 
 
 # ---- measurements shared by a run ---------------------------------------------------------------------

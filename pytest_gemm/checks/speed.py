@@ -4,9 +4,11 @@ Judged in this order: work still running after the timed region
 (``timing_escape``; such a kernel's work is not ordered after the harness's
 input copies, so its output proves nothing); the last timed output, verified
 against its own inputs, so a kernel that skips repeated calls or returns a
-result cached by buffer address is caught (``stale_output``); a rate above the
-hardware roof (``timing_escape``: e.g. a result reused by content); then the
-optional ``--gemm-min-cublas-fraction`` gate.
+result cached by buffer address is caught (``stale_output``); a timing function
+the kernel's process replaced (``timing_escape``; looked for before anything is
+measured and again before cuBLAS is timed, since the roofs and cuBLAS's times are
+shared with the whole run); a rate above the hardware roof (``timing_escape``: e.g.
+a result reused by content); then the optional ``--gemm-min-cublas-fraction`` gate.
 
 Roofs (``measure/roofs.py``): the impossibility judge uses the theoretical peaks
 (a rate above the arithmetic peak, or a time below what the compulsory bytes take
@@ -36,15 +38,18 @@ from ..model.shapes import Shape, shape_str
 
 def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], None],
                 min_fraction: float | None, budget_s: float = DEFAULT_BUDGET_S, measure_roofs: bool = True) -> None:
-    """Judged in this order: work escaping the timed region (its output is then unordered
-    against the harness's own input copies, so it is not verified), the last output
-    (stale_output), a rate above the roof or a time below the memory floor, then the
-    optional cuBLAS gate."""
+    """Judged in this order: a timer replaced before the check (nothing is measured), work
+    escaping the timed region (its output is then unordered against the harness's own input
+    copies, so it is not verified), the last output (stale_output), a timer replaced by the
+    timed calls (before cuBLAS is timed), a rate above the roof or a time below the memory
+    floor, then the optional cuBLAS gate."""
     import cupy
 
     precision = h.kernel.precision
     problems = problems_for(precision, shape)  # host work: drawn before the GPU is taken
     with gpu_lock(True, what="speed") as hold, cupy.cuda.Stream.null:  # alone; the harness works on the null stream
+        # A replaced timer measures nothing here: the roofs and cuBLAS are shared with the run.
+        reject_tampering(str(h.kernel.name))
         measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
         limits = ceilings(h.device, precision, measured)
         quiet = gpu_quiet(h.device, measured, hold.step_aside)  # no other process's kernels time-slicing with ours
@@ -58,8 +63,8 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
             record({"result_copy": copied})
         reject_escaped_work(timing, limits, precision)
         verify()
+        reject_tampering(str(h.kernel.name))  # the kernel's own calls may have replaced it
         cublas = time_cublas(precision, shape, h.device, budget_s, problems)
-    reject_tampering(str(h.kernel.name))
     fraction = cublas.median_ms / timing.median_ms if timing.median_ms > 0 else 0.0
     record({"cublas": cublas.as_dict(), "fraction_of_cublas": fraction})
     reject_impossible_timing(timing, shape, precision, limits)
