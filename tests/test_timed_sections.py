@@ -104,18 +104,33 @@ def test_a_check_that_hangs_after_its_wait_still_times_out(tmp_path):
 
 # ---- the speed check's lock regions ---------------------------------------------------------------
 
-def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(tmp_path, monkeypatch):
+def _fake_speed_check_steps(monkeypatch, tmp_path, step):
+    """check_speed's module with every GPU step faked by ``step(name, value)`` (a function that
+    records the call and returns ``value``); the lock in ``tmp_path``. Returns the harness to pass."""
     from pytest_gemm.checks import speed
 
     monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path))
     stream = types.SimpleNamespace(null=contextlib.nullcontext())
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(Stream=stream)))
+    timing = summarize([1.0], flops=1e9)
+    monkeypatch.setattr(speed, "problems_for", step("inputs", []))
+    monkeypatch.setattr(speed, "process_roofs", step("roofs", {}))
+    monkeypatch.setattr(speed, "gpu_quiet", step("quiet", {"quiet": None}))
+    monkeypatch.setattr(speed, "timed_run", step("kernel", (timing, step("verify"))))
+    monkeypatch.setattr(speed, "time_cublas", step("cublas", timing))
+    monkeypatch.setattr(speed, "roof_facts", lambda *a: {})
+    monkeypatch.setattr(speed, "ceilings", lambda *a: types.SimpleNamespace(tflops=1e9))
+    monkeypatch.setattr(speed, "reject_impossible_timing", lambda *a: None)
+    return types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"), device=None)
+
+
+def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(tmp_path, monkeypatch):
+    from pytest_gemm.checks import speed
+
     seen: dict[str, bool | None] = {}
 
     def held() -> bool | None:
         return lock_module._HELD.get(lock_paths()[0])
-
-    timing = summarize([1.0], flops=1e9)
 
     def step(name, value=None):
         def fn(*args, **kwargs):
@@ -123,10 +138,7 @@ def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(t
             return value
         return fn
 
-    monkeypatch.setattr(speed, "problems_for", step("inputs", []))
-    monkeypatch.setattr(speed, "process_roofs", step("roofs", {}))
-    monkeypatch.setattr(speed, "timed_run", step("kernel", (timing, step("verify"))))
-    monkeypatch.setattr(speed, "time_cublas", step("cublas", timing))
+    h = _fake_speed_check_steps(monkeypatch, tmp_path, step)
     asides: list = []
 
     def quiet_wait(device, measured, step_aside=None):
@@ -135,11 +147,7 @@ def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(t
         return {"quiet": None}
 
     monkeypatch.setattr(speed, "gpu_quiet", quiet_wait)
-    monkeypatch.setattr(speed, "roof_facts", lambda *a: {})
-    monkeypatch.setattr(speed, "ceilings", lambda *a: types.SimpleNamespace(tflops=1e9))
-    monkeypatch.setattr(speed, "reject_impossible_timing", lambda *a: None)
     monkeypatch.setattr(speed, "reject_tampering", step("integrity"))
-    h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"), device=None)
     speed.check_speed(h, (64, 64, 64), lambda facts: None, None)
     assert seen == {"inputs": None, "roofs": True, "quiet": True, "kernel": True, "verify": True, "cublas": True,
                     "integrity": True}
@@ -152,13 +160,9 @@ def _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, rep
     from pytest_gemm.checks import speed
     from pytest_gemm.measure import integrity
 
-    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path))
-    stream = types.SimpleNamespace(null=contextlib.nullcontext())
-    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(Stream=stream)))
     ran: list[str] = []
     replaced = [replaced_after == "start"]
     monkeypatch.setattr(integrity, "tampered", lambda: ["cupy.cuda.get_elapsed_time"] if replaced[0] else [])
-    timing = summarize([1.0], flops=1e9)
 
     def step(name, value=None):
         def fn(*args, **kwargs):
@@ -168,15 +172,7 @@ def _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, rep
             return value
         return fn
 
-    monkeypatch.setattr(speed, "problems_for", step("inputs", []))
-    monkeypatch.setattr(speed, "process_roofs", step("roofs", {}))
-    monkeypatch.setattr(speed, "gpu_quiet", step("quiet", {"quiet": None}))
-    monkeypatch.setattr(speed, "timed_run", step("kernel", (timing, step("verify"))))
-    monkeypatch.setattr(speed, "time_cublas", step("cublas", timing))
-    monkeypatch.setattr(speed, "roof_facts", lambda *a: {})
-    monkeypatch.setattr(speed, "ceilings", lambda *a: types.SimpleNamespace(tflops=1e9))
-    monkeypatch.setattr(speed, "reject_escaped_work", lambda *a: None)
-    h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"), device=None)
+    h = _fake_speed_check_steps(monkeypatch, tmp_path, step)
     with pytest.raises(GemmCheckFailure) as failure:
         speed.check_speed(h, (64, 64, 64), lambda facts: None, None)
     return ran, failure.value
