@@ -78,6 +78,13 @@
 // fp16 (0.943 with the shared tile and stores from registers); 4096^3 0.90-0.92 (0.976 with
 // the shared tile): once blocks have several tiles the extra B traffic costs more than the
 // hidden epilogue saves, so big problems keep the shared 128 x 256 tile.
+//
+// Tried on the H200 and not kept (NOTES.md, "Issue 29", sixth and seventh): stream-K for the last
+// wave (4096^3 is 3.88 waves of tiles; each cut tile computed in two pieces, the second to finish
+// adding the first's sums): 1.7 % slower at 4096^3, and the schedule alone, with no fix-up at all,
+// was worth only 0.6-0.8 %, since a block of the cut region ends two pieces instead of one tile;
+// beginning the next tile's first K slices on each stored quarter of the accumulators; per-warp
+// store boxes; a lag between the two consumers. None was faster.
 
 #ifndef WG_BF16
 #define WG_BF16 0
