@@ -102,6 +102,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                        "since each student's timing holds the GPU alone")
     parser.addini("gemm_performance_threshold", default="",
                   help="--gemm-gradescope: the fraction of cuBLAS that earns full speed credit (linear below), e.g. 0.3")
+    from .runner.trace_options import add_options
+
+    add_options(parser)  # --gemm-trace, --gemm-own-kernel (the launch trace)
 
 
 def pytest_configure(config: pytest.Config) -> None:

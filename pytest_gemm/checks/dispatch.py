@@ -20,11 +20,15 @@ def run_check(kernel: GemmKernel, check: str, shape: list[int] | tuple[int, ...]
     spec = registry.get(check)
     if not spec.gpu:
         raise ValueError(f"check {check!r} runs without a GPU, in its own conformance test")
+    from .launch_trace import reject_vendor_kernels, traced
+
     h = harness_for(kernel, require_device())
     try:
-        spec.runner()(h, tuple(shape), params, facts.update, options)
+        with traced(kernel, options, facts):  # every GPU kernel launched during the check (launch_trace.py)
+            spec.runner()(h, tuple(shape), params, facts.update, options)
     finally:
         scrub_secrets()
+    reject_vendor_kernels(str(kernel.name), facts, options)  # the course's gemm_own_kernel
     return facts
 
 

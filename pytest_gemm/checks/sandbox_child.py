@@ -86,6 +86,9 @@ class KernelCall:
         self._inner = inner
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from ..measure.trace import call_entered, call_returned
+
+        call_entered()  # the launch trace keeps each call's window (measure/trace.py)
         try:
             return self._inner(*args, **kwargs)
         except BaseException as exc:
@@ -94,6 +97,8 @@ class KernelCall:
             except (AttributeError, TypeError):
                 pass
             raise
+        finally:
+            call_returned()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

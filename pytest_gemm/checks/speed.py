@@ -29,6 +29,7 @@ from ..kernels.harness import Harness
 from ..kernels.modules import copy_note
 from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
+from .launch_trace import kernel_time, reject_traced_escape
 from ..measure.quiet import busy_marked
 from ..measure.timing import DEFAULT_BUDGET_S
 from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
@@ -61,7 +62,9 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
             record({"autotune": chosen})
         if copied:  # a module's result copied into C inside each timed call
             record({"result_copy": copied})
+        kernel_time(timing.median_ms, record)  # the kernels' own GPU time beside the event time (traced)
         reject_escaped_work(timing, limits, precision)
+        reject_traced_escape(str(h.kernel.name), f"at {shape_str(shape)}: ")  # calls against their launches
         verify()
         reject_tampering(str(h.kernel.name))  # the kernel's own calls may have replaced it
         cublas = time_cublas(precision, shape, h.device, budget_s, problems)

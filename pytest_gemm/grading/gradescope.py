@@ -289,6 +289,13 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
         from ..outputs.process_time import time_summary
 
         extra["time"] = time_summary(records, submission)  # where the run's seconds went (process starts, waits)
+        from ..outputs.launch_view import kernel_launches
+
+        launched = kernel_launches(result_of) if result_of is not None else None
+        if launched is not None:  # what it launched (the launch trace), or why that is not known
+            extra["launches"] = launched
+            lines.append(f"GPU kernels launched: {launched['summary']} ({launched['check']})" if "summary" in launched
+                         else f"GPU kernels launched: not traced ({launched['skipped']})")
         best = _best_timing(records, submission)
         if best is not None:
             extra["tflops"] = best.facts["timing"].get("tflops")

@@ -181,6 +181,8 @@ def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: 
     """
     import cupy
 
+    from .trace import call_awaited
+
     null = cupy.cuda.Stream.null
     with null:
         flush = L2Flusher(l2_bytes) if l2_bytes else None
@@ -210,6 +212,7 @@ def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: 
             end.record(null)
             late = guard is not None and guard.late()
             end.synchronize()
+            call_awaited()  # the harness's wait for this call ended (the launch trace judges after it)
             elapsed = cupy.cuda.get_elapsed_time(start, end)
             t0 = time.perf_counter()
             cupy.cuda.runtime.deviceSynchronize()  # work left on other streams shows up here

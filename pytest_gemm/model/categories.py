@@ -29,6 +29,9 @@ HARNESS_ERROR = "harness_error"
 # Failures of the harness, not of the kernel: never a root cause (records.py). Gradescope does
 # not count a harness_out_of_memory case and gives a harness_error case no points (gradescope.py).
 HARNESS_FAILURES: tuple[str, ...] = (HARNESS_OUT_OF_MEMORY, HARNESS_ERROR)
+# A course that requires the student's own kernel (gemm_own_kernel): the check's launches
+# include a vendor library's kernels (cuBLAS, cuBLASLt, CUTLASS, cuDNN, or the course's list).
+VENDOR_KERNEL = "vendor_kernel"
 
 ALL: tuple[str, ...] = (
     WRONG_VALUES,
@@ -47,6 +50,7 @@ ALL: tuple[str, ...] = (
     ALPHA_ZERO_READS_AB,
     HARNESS_OUT_OF_MEMORY,
     HARNESS_ERROR,
+    VENDOR_KERNEL,
 )
 
 
@@ -82,7 +86,7 @@ __all__ = [
     "WRONG_VALUES", "UNWRITTEN_OUTPUT", "OUT_OF_BOUNDS_WRITE", "INPUT_MODIFIED", "NONDETERMINISTIC",
     "PRECISION_TOO_LOW", "FAULT", "TIMEOUT", "COMPILE_ERROR", "LAUNCH_ERROR", "TIMING_ESCAPE", "STALE_OUTPUT",
     "BETA_ZERO_READS_C", "ALPHA_ZERO_READS_AB",
-    "HARNESS_OUT_OF_MEMORY", "HARNESS_ERROR", "HARNESS_FAILURES",
+    "HARNESS_OUT_OF_MEMORY", "HARNESS_ERROR", "HARNESS_FAILURES", "VENDOR_KERNEL",
 ]
 
 

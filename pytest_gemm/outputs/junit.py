@@ -18,7 +18,9 @@ def verdict_properties(records: Any) -> list[tuple[str, str]]:
             props.append((f"gemm:{name}:primary_category", v.primary_category or "failed"))
             props.append((f"gemm:{name}:diagnosis", f"{v.primary_check}: {v.diagnosis}"))
             props += [(f"gemm:{name}:consequence", c) for c in v.consequences]
-    return props
+    from .launch_view import launch_properties
+
+    return props + launch_properties(records)  # gemm:<kernel>:launches, what it launched
 
 
 def add_verdict_properties(config: Any, records: Any) -> None:

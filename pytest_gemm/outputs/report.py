@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .launch_view import check_launches, kernel_launches, launch_lines, speed_lines, timing_trace
 from .process_time import time_summary
 from .records import BLAS_ZERO_RULES, RunResults
 
@@ -27,7 +28,8 @@ def _timing_entry(r: Any) -> dict[str, Any]:
             "gpu_shared": bool(r.facts.get("gpu_shared")), "late_launches": int(t.get("late_launches") or 0),
             "gpu_busy": (r.facts.get("gpu_quiet") or {}).get("quiet") is False,
             "autotune": r.facts.get("autotune"),  # the config a Triton autotuner chose, or None
-            "result_copy": r.facts.get("result_copy")}  # a module's result copied into C in each timed call
+            "result_copy": r.facts.get("result_copy"),  # a module's result copied into C in each timed call
+            **timing_trace(r)}  # the traced kernels' GPU time beside the event time (launch_view.py)
 
 
 def kernel_summaries(records: Results) -> dict[str, dict[str, Any]]:
@@ -53,11 +55,15 @@ def kernel_summaries(records: Results) -> dict[str, dict[str, Any]]:
                 entry["requested_shape"] = r.requested_shape
             if r.wall_s is not None:
                 entry["wall_s"] = r.wall_s
+            if check_launches(r) is not None:
+                entry["launches"] = check_launches(r)  # the GPU kernels it launched (checks/launch_trace.py)
             k["checks"].append(entry)
             if isinstance(r.facts.get("timing"), dict):
                 k["timings"].append(_timing_entry(r))
             if r.check == "sweep" and r.facts.get("sweep"):
                 k["sweep"] = report_entries(r.facts["sweep"])
+        if kernel_launches(result) is not None:
+            k["launches"] = kernel_launches(result)
         k["time"] = time_summary(result.checks)  # where its seconds went: process starts, lock waits
         kernels[name] = k
     return kernels
@@ -145,6 +151,7 @@ def summary_lines(st: Any, config: Any, run: Results | None = None) -> list[str]
     roofs = roofs_summary(combine_roofs(r.facts.get("roofs") for r in records))
     table += [roofs] if roofs else []
     table += sorted({f"device: {w}" for r in records for w in r.facts.get("device_warnings") or ()})
+    table += speed_lines(run) + launch_lines(run, _own_kernel(config))
     table += verdict_lines(run)
     failures = [r for r in records if r.failed]
     notes = list(getattr(st, "notes", None) or [])  # e.g. where --gemm-plot drew the ranking
@@ -155,6 +162,14 @@ def summary_lines(st: Any, config: Any, run: Results | None = None) -> list[str]
     if failures:
         lines += root_cause_lines(run)
     return lines
+
+
+def _own_kernel(config: Any) -> bool:
+    try:
+        return bool(config.getoption("gemm_own_kernel", None)) or str(config.getini("gemm_own_kernel")).strip().lower() \
+            in ("1", "true", "yes", "on")
+    except (AttributeError, ValueError):
+        return False
 
 
 def verdict_lines(records: Results) -> list[str]:

@@ -22,7 +22,7 @@ TIMED_CHECKS = ("speed", "sweep")
 # Root causes, most fundamental first: a failure of an earlier kind explains later ones
 # (a fault or a race makes values wrong; wrong values make a timed output wrong).
 ROOT_CAUSE_ORDER: tuple[str, ...] = (
-    cat.COMPILE_ERROR, cat.LAUNCH_ERROR, cat.FAULT, cat.TIMEOUT, cat.INPUT_MODIFIED, cat.OUT_OF_BOUNDS_WRITE,
+    cat.COMPILE_ERROR, cat.LAUNCH_ERROR, cat.VENDOR_KERNEL, cat.FAULT, cat.TIMEOUT, cat.INPUT_MODIFIED, cat.OUT_OF_BOUNDS_WRITE,
     cat.NONDETERMINISTIC, cat.UNWRITTEN_OUTPUT, cat.WRONG_VALUES, cat.BETA_ZERO_READS_C, cat.ALPHA_ZERO_READS_AB,
     cat.PRECISION_TOO_LOW, cat.TIMING_ESCAPE, cat.STALE_OUTPUT,
 )

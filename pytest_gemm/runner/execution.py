@@ -35,6 +35,7 @@ from ..checks import registry
 from ..checks.hangs import HangLedger, flops_of, presumed_hung_after, probe_case
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
+from .trace_options import trace_options
 from ..model.contract import GemmKernel
 from ..measure.gpu_lock import gpu_lock
 from .state import GemmState, is_ladder_entry, state
@@ -133,6 +134,9 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     """Run one check on one kernel, in its child process (or in-process with --gemm-isolation none)."""
     st = state(config)
     options = {"min_cublas_fraction": st.min_cublas_fraction, "speed_budget_s": st.speed_budget_s}
+    options.update(trace_options(config))  # the launch trace and the course's own-kernel rule
+    if is_ladder_entry(config, kernel):
+        options["own_kernel"] = False  # a rung timed for the ranking (cuBLAS among them) is no student's
     timed = _is_timed(check)
     if st.isolation == "none":
         return _run_here(kernel, check, shape, params, options, timed)

@@ -1,0 +1,184 @@
+"""The launch trace: every GPU kernel launched during a check, through CUPTI's activity API with
+NVIDIA's maintained Python binding (``cupti-python``; docs/launch-trace.md says why).
+
+A ``Tracer`` enables CUPTI's kernel records (``CONCURRENT_KERNEL``: name, grid, block,
+registers, shared memory, GPU start and end) and its driver and runtime API records for the
+length of one check. The kernel's launcher is wrapped (``checks/sandbox_child.py``:
+``KernelCall``) so that each call's host window is kept (``call_entered`` / ``call_returned``,
+CUPTI's own clock); a kernel record belongs to the call in whose window its launch API call
+was made (the API record with the same correlation id), whichever thread or stream launched it.
+The timed runs (``timing.time_gpu``) mark each call when the harness's wait for it ended
+(``call_awaited``). Tracing stays on for every call of a check, the timed ones included, so
+the kernel cannot behave one way traced and another untraced.
+
+With no CUPTI (no binding installed, no driver, tracing refused) or with tracing switched off
+(``--gemm-trace off``, ``gemm_trace = off``, ``PYTEST_GEMM_TRACE=off``) nothing is traced,
+the check records why, and nothing else changes.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from ..judges.launches import CallWindow, Launch, launch_from_activity
+
+TRACE_ENV = "PYTEST_GEMM_TRACE"  # "off" switches the launch trace off (as --gemm-trace off does)
+OFF_WORDS = ("off", "0", "no", "false")
+_BUFFER_BYTES = 8 << 20
+
+_ACTIVE: "Tracer | None" = None
+_REGISTERED = False
+_LOCK = threading.Lock()
+
+
+def switched_off(options: dict[str, Any] | None = None) -> str | None:
+    """Why tracing is off by choice (option, ini key or environment), or None."""
+    choice = str((options or {}).get("trace") or "").strip().lower()
+    if choice in OFF_WORDS:
+        return "launch trace switched off (--gemm-trace off / gemm_trace = off)"
+    if os.environ.get(TRACE_ENV, "").strip().lower() in OFF_WORDS:
+        return f"launch trace switched off ({TRACE_ENV}={os.environ[TRACE_ENV]})"
+    return None
+
+
+def _binding() -> tuple[Any, str | None]:
+    try:
+        from cupti import cupti  # NVIDIA's cupti-python
+    except Exception as exc:  # noqa: BLE001 - ImportError, or a libcupti that does not load
+        return None, (f"no CUPTI: the cupti-python binding could not be imported ({type(exc).__name__}: "
+                      f"{str(exc)[:120]}); pip install cupti-python (its major version matching CuPy's CUDA)")
+    return cupti, None
+
+
+def active() -> "Tracer | None":
+    """The tracer of the check now running in this process, or None."""
+    return _ACTIVE
+
+
+def call_entered() -> None:
+    if _ACTIVE is not None:
+        _ACTIVE.entered()
+
+
+def call_returned() -> None:
+    if _ACTIVE is not None:
+        _ACTIVE.returned()
+
+
+def call_awaited() -> None:
+    if _ACTIVE is not None:
+        _ACTIVE.awaited()
+
+
+class Tracer:
+    """One check's CUPTI session: ``start`` / ``stop``, then ``launches`` and ``calls``."""
+
+    def __init__(self) -> None:
+        self.cupti, self.reason = _binding()
+        self.kernels: list[Any] = []      # (fields of a kernel record), kept as plain tuples
+        self.api: dict[int, int] = {}      # correlation id -> host start of its API call
+        self.windows: list[list[int | None]] = []  # [entered, returned, awaited]
+        self.overhead_ns = 0               # host time spent in the launcher's wrappers and flushes
+        self._kinds: list[Any] = []
+
+    # ---- CUPTI ----
+    def _requested(self) -> tuple[int, int]:
+        return _BUFFER_BYTES, 0
+
+    def _completed(self, activities: Any) -> None:
+        c = self.cupti
+        kernel_kinds = (c.ActivityKind.CONCURRENT_KERNEL, c.ActivityKind.KERNEL)
+        with _LOCK:
+            for a in activities:
+                kind = a.kind
+                if kind in kernel_kinds:
+                    self.kernels.append(launch_from_activity(a))
+                elif kind in (c.ActivityKind.DRIVER, c.ActivityKind.RUNTIME):
+                    self.api[int(a.correlation_id)] = int(a.start)
+
+    def start(self) -> bool:
+        """Enable the records; False (and ``reason`` set) when CUPTI cannot trace here."""
+        global _ACTIVE, _REGISTERED
+        if self.cupti is None:
+            return False
+        c = self.cupti
+        try:
+            if not _REGISTERED:
+                c.activity_register_callbacks(lambda: _ACTIVE._requested() if _ACTIVE else (_BUFFER_BYTES, 0),
+                                              lambda acts: _ACTIVE._completed(acts) if _ACTIVE else None)
+                _REGISTERED = True
+            for kind in (c.ActivityKind.CONCURRENT_KERNEL, c.ActivityKind.DRIVER, c.ActivityKind.RUNTIME):
+                c.activity_enable(kind)
+                self._kinds.append(kind)
+        except Exception as exc:  # noqa: BLE001 - cuptiError: no driver, a profiler already attached, ...
+            self.reason = f"CUPTI could not trace here ({type(exc).__name__}: {str(exc)[:160]})"
+            self._disable()
+            return False
+        _ACTIVE = self
+        return True
+
+    def _disable(self) -> None:
+        for kind in self._kinds:
+            try:
+                self.cupti.activity_disable(kind)
+            except Exception:  # noqa: BLE001
+                pass
+        self._kinds = []
+
+    def flush(self) -> None:
+        """Deliver every record completed so far (forced: buffers not yet full too)."""
+        if self._kinds:
+            t0 = time.perf_counter_ns()
+            self.cupti.activity_flush_all(1)
+            self.overhead_ns += time.perf_counter_ns() - t0
+
+    def stop(self) -> None:
+        global _ACTIVE
+        try:
+            self.flush()
+        finally:
+            self._disable()
+            if _ACTIVE is self:
+                _ACTIVE = None
+
+    # ---- the kernel's calls ----
+    def now(self) -> int:
+        return int(self.cupti.get_timestamp())
+
+    def entered(self) -> None:
+        self.windows.append([self.now(), None, None])
+
+    def returned(self) -> None:
+        if self.windows and self.windows[-1][1] is None:
+            self.windows[-1][1] = self.now()
+
+    def awaited(self) -> None:
+        """The harness's wait for the last call ended: mark it (once; a later wait is not its own)."""
+        if self.windows and self.windows[-1][1] is not None and self.windows[-1][2] is None:
+            self.windows[-1][2] = self.now()
+
+    def calls(self) -> list[CallWindow]:
+        return [CallWindow(i, int(w[0]), int(w[1] if w[1] is not None else w[0]), w[2])  # type: ignore[arg-type]
+                for i, w in enumerate(self.windows)]
+
+    def launches(self) -> list[Launch]:
+        """Every kernel record, each with the call it was launched in (None: the harness's own)."""
+        return attribute(self.kernels, self.api, self.calls())
+
+
+def attribute(kernels: list[Launch], api: dict[int, int], calls: list[CallWindow]) -> list[Launch]:
+    """Each kernel launch with the index of the call in whose host window its launch API call
+    started (matched by correlation id); a launch made outside every call keeps ``call=None``.
+    Pure."""
+    from dataclasses import replace
+
+    out = []
+    for k in kernels:
+        t = api.get(k.correlation)
+        call = None
+        if t is not None:
+            call = next((c.index for c in calls if c.entered_ns <= t <= c.returned_ns), None)
+        out.append(replace(k, call=call))
+    return out

@@ -1,0 +1,55 @@
+"""The launch trace's options (``checks/launch_trace.py``): switching it off, and the course
+setting that requires the student's own kernel.
+
+- ``--gemm-trace on|off`` (ini ``gemm_trace``; env ``PYTEST_GEMM_TRACE=off``): CUPTI traces every
+  check's GPU launches (on, the default, where CUPTI is available); off compares timings
+  without it.
+- ``--gemm-own-kernel`` (ini ``gemm_own_kernel = true``): a check whose launches include a vendor
+  library's kernels fails as ``vendor_kernel``. Off by default.
+- ``--gemm-vendor-kernel REGEX`` (repeatable; ini ``gemm_vendor_kernels``, one per line): more
+  kernel-name patterns the course counts as not the student's own.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gemm")
+    group.addoption("--gemm-trace", choices=("on", "off"), default=None,
+                    help="trace every check's GPU kernel launches with CUPTI (on, the default, where the "
+                         "cupti-python binding and a GPU are there); off: no trace (e.g. to compare timings)")
+    group.addoption("--gemm-own-kernel", action="store_true", default=None,
+                    help="a course's rule: a check whose launches include cuBLAS, cuBLASLt, CUTLASS or cuDNN "
+                         "kernels (or --gemm-vendor-kernel patterns) fails as vendor_kernel")
+    group.addoption("--gemm-vendor-kernel", action="append", default=[], metavar="REGEX",
+                    help="with --gemm-own-kernel: a kernel-name pattern (Python regex) that is not the student's "
+                         "own either (repeatable)")
+    parser.addini("gemm_trace", default="", help="on (default) or off: like --gemm-trace")
+    parser.addini("gemm_own_kernel", default="",
+                  help="true: require the student's own kernel (like --gemm-own-kernel)")
+    parser.addini("gemm_vendor_kernels", type="linelist", default=[],
+                  help="kernel-name patterns (Python regex, one per line) that gemm_own_kernel also rejects")
+
+
+def trace_options(config: pytest.Config) -> dict[str, Any]:
+    """The options a check's child reads (``trace``, ``own_kernel``, ``vendor_kernels``)."""
+    import re
+
+    trace = config.getoption("gemm_trace", None) or str(config.getini("gemm_trace") or "").strip().lower() or "on"
+    if trace not in ("on", "off"):
+        raise pytest.UsageError(f"gemm_trace = {trace!r}: expected on or off")
+    own = bool(config.getoption("gemm_own_kernel", None)) or \
+        str(config.getini("gemm_own_kernel") or "").strip().lower() in TRUE_WORDS
+    patterns = [*config.getoption("gemm_vendor_kernel", []), *config.getini("gemm_vendor_kernels")]
+    for p in patterns:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise pytest.UsageError(f"gemm vendor kernel pattern {p!r} is not a regular expression ({exc}); "
+                                    "give a Python regex, e.g. 'magma_.*gemm'") from None
+    return {"trace": trace, "own_kernel": own, "vendor_kernels": patterns}
