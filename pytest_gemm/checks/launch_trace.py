@@ -48,10 +48,22 @@ def traced(kernel: Any, options: dict[str, Any], facts: dict[str, Any]) -> Itera
             facts["launches"] = {"skipped": reason}
         else:
             try:
+                _synchronize()  # every launch of the check has ended: its record is complete
                 tracer.stop()
                 facts["launches"] = trace_facts(tracer, isinstance(kernel, PyKernel))
             except Exception as exc:  # noqa: BLE001 - a context the kernel broke: the check's own failure speaks
                 facts["launches"] = {"skipped": f"the trace could not be read ({type(exc).__name__}: {str(exc)[:160]})"}
+
+
+def _synchronize() -> None:
+    import sys
+
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        try:
+            cupy.cuda.runtime.deviceSynchronize()
+        except Exception:  # noqa: BLE001 - a broken context: the check's own failure says so
+            pass
 
 
 def reject_vendor_kernels(name: str, facts: dict[str, Any], options: dict[str, Any]) -> None:
