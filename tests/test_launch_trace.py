@@ -49,6 +49,7 @@ def test_summary_line_counts_each_kernel():
     ("ampere_sgemm_128x64_nn", "cuBLAS"),
     ("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", "cuBLAS"),
     ("void gemv2T_kernel_val<int, int, float>(...)", "cuBLAS"),
+    ("void gemvx::kernel<int, int, float, false, true>(...)", "cuBLAS"),
     ("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)", "CUTLASS"),
     ("void cudnn::cnn::conv2d_grouped_direct_kernel<float>(...)", "cuDNN"),
 ])

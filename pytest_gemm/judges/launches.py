@@ -153,7 +153,7 @@ def summary_line(entries: Sequence[Mapping[str, Any]]) -> str:
 VENDOR_PATTERNS: dict[str, tuple[str, ...]] = {
     "cuBLASLt": (r"cublasLt", r"\bnvjet_"),
     "cuBLAS": (r"cublas", r"xmma_gemm", r"\b(?:sm\d+|maxwell|pascal|volta|turing|ampere|hopper|ada)_[a-z]*gemm",
-               r"\bgemv\w*_kernel", r"\bgemvNSP", r"\bsplitKreduce_kernel", r"\bgemmk1_kernel", r"\bgemmSN_",
+               r"\bgemv", r"\bscal_kernel", r"\bsplitKreduce_kernel", r"\bgemmk1_kernel", r"\bgemmSN_",
                r"\bgemmSmall"),
     "CUTLASS": (r"cutlass",),
     "cuDNN": (r"cudnn", r"xmma_fprop", r"xmma_dgrad", r"xmma_wgrad", r"implicit_convolve_sgemm"),
