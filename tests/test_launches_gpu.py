@@ -13,6 +13,7 @@ and these tests skip with that reason.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def test_split_k_is_listed_as_two_kernels_and_passes(suite_runs: SuiteRuns):
     run = suite_runs.result("launches")
     entry = run.entry("split_k")
     launches = _traced(entry)
-    assert launches["summary"] == "2 launches: splitk_partial<16> x1, splitk_reduce x1", launches
+    assert launches["summary"] == "2 launches: splitk_partial<16> x1, splitk_reduce x1", launches  # one call
     partial = launches["kernels"][0]
     assert partial["block"] == [16, 16, 1] and partial["registers"] > 0, partial
     assert entry["verdict"] == "passed", entry  # its own kernels: the course setting does not fail it
@@ -78,7 +79,7 @@ def test_split_k_is_listed_as_two_kernels_and_passes(suite_runs: SuiteRuns):
     (timing,) = entry["timings"]
     assert 0 < timing["kernel_ms"] <= timing["median_ms"] * 1.01, timing
     assert "split_k speed 1024x1024x1024: event" in run.output and "launcher overhead" in run.output
-    assert "split_k (launch 64x64x64): 2 launches: splitk_partial<16> x1, splitk_reduce x1" in run.output
+    assert re.search(r"split_k \(exact \d+x\d+x\d+\): 2 launches: splitk_partial<16> x1, splitk_reduce x1", run.output)
 
 
 def test_a_triton_kernel_is_listed_by_its_name(suite_runs: SuiteRuns):

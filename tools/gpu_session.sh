@@ -65,6 +65,14 @@ if ! python3 -c "import jsonschema" 2>/dev/null; then
   python3 -c "import jsonschema" 2>/dev/null || echo "jsonschema is not installed: every GPU test that reads a report" \
     "will fail; pip install 'pytest-gemm[test]', or, with no package index, carry its wheels in .whl/ (CONTRIBUTING.md)"
 fi
+# The launch trace (docs/launch-trace.md) needs NVIDIA's CUPTI binding (the trace13 extra); carried as
+# .whl/cupti_python-*.whl where there is no package index, installed apart like jsonschema.
+if ! python3 -c "import cupti" 2>/dev/null && compgen -G ".whl/cupti_python-*.whl" > /dev/null; then
+  install_apart /tmp/gemm-trace-site .whl/cupti_python-*.whl 2>&1 | tail -2
+  export PYTHONPATH="/tmp/gemm-trace-site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+python3 -c "import cupti" 2>/dev/null || echo "cupti-python is not installed: every check's launch trace is skipped" \
+  "with its reason; pip install 'pytest-gemm[trace13]', or carry its wheel in .whl/ (CONTRIBUTING.md)"
 # What every figure of this run was measured at (tools/readme_figures.py reads it)
 python3 - "$out/meta.json" <<'PY'
 import json, sys, time

@@ -10,7 +10,7 @@ from typing import Any
 
 from .records import CheckRecord, KernelResult, RunResults
 
-_PREFERRED = ("launch", "exact", "speed")  # the check whose launches stand for the kernel: one plain call first
+_PREFERRED = ("exact", "launch", "speed")  # the check whose launches stand for the kernel: one plain call (exact) first
 
 
 def check_launches(r: CheckRecord) -> dict[str, Any] | None:
@@ -20,8 +20,8 @@ def check_launches(r: CheckRecord) -> dict[str, Any] | None:
 
 
 def kernel_launches(result: KernelResult) -> dict[str, Any] | None:
-    """The launches that stand for a kernel: those of its launch check (one call at 64x64x64)
-    when traced, else of the first traced check; ``{"skipped": why}`` when no check was traced."""
+    """The launches that stand for a kernel: those of its first exact check (one call) when
+    traced, else of its launch check (two calls), else of the first traced check; ``{"skipped": why}`` when no check was traced."""
     traced = [r for r in result.checks if (check_launches(r) or {}).get("kernels") is not None]
     if traced:
         best = min(traced, key=lambda r: _PREFERRED.index(r.check) if r.check in _PREFERRED else len(_PREFERRED))

@@ -2,7 +2,7 @@
 
 - ``calls_cupy_matmul``: ``cupy.matmul`` (cuBLAS) as a student's kernel; under the course
   setting ``--gemm-own-kernel`` every check fails as ``vendor_kernel``, naming cuBLAS's kernels.
-- ``merged_launch``: the leaderboard cheat: after its first calls at a shape, it launches
+- ``merged_launch``: the leaderboard cheat: after the correctness checks' calls at a shape (at most 11), it launches
   nothing and lets one launch on every 15th call compute the 15 calls' outputs (one launch
   serving 15 calls): ``timing_escape``, "fewer launches than calls".
 - ``split_k``: an honest two-kernel split-K launcher (``splitk_partial<16>`` then
@@ -16,7 +16,8 @@ from pytest_gemm import kernel
 
 HERE = Path(__file__).resolve().parent
 BATCH = 15          # calls one merged launch serves
-HONEST_CALLS = 3    # calls at a shape computed honestly first (the correctness checks' few calls)
+HONEST_CALLS = 11   # calls at a shape computed honestly first: the correctness checks of one shape make at
+                    # most 11 together (tests/untrusted first_call_only), so only the timed calls see the batching
 _MODULES: dict[str, object] = {}
 
 
