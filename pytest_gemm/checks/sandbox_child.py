@@ -324,12 +324,12 @@ def child(read_fd: int, write_fd: int) -> None:
                 send({"status": "ok", "seconds": time.perf_counter() - started,
                       "phases": phases if isinstance(phases, dict) else {}})
                 continue
-            with watching(send) as watch:  # a warm-up seen now has its own budget (checks/warmup.py)
-                try:
+            try:
+                with watching(send) as watch:  # a warm-up seen now has its own budget (checks/warmup.py)
                     run_with_retry(run_check, release, kernel, request["check"], request["shape"],
                                    request["params"], request["options"], facts)
-                finally:
-                    warmup_s = watch.total_s
+            finally:
+                warmup_s = watch.total_s
             reply, end = {"status": "ok", "facts": facts}, False
         except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
             reply, end = _failure_reply(request, exc, facts)

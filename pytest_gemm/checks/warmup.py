@@ -131,9 +131,7 @@ def watching(send: Callable[[dict[str, Any]], None], sample_s: float = SAMPLE_S)
     finally:
         watch.stopped.set()
         thread.join()
-        if watch.what is not None:  # the check ended while warming up: count it, say nothing more
-            watch.total_s += time.monotonic() - watch.started
-            watch.what = None
+        watch.end(time.monotonic())  # the check ended while warming up: count it, and say so before the reply
 
 
 def budget_s(environ: Any = os.environ) -> float:
