@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from pytest_gemm.judges.history import digest, new_inputs_finding, replays_agree, sequence_finding
 from pytest_gemm.judges.sentinels import fill
@@ -203,3 +204,40 @@ def test_the_replay_reports_are_read_back(tmp_path):
     assert read_replays(paths, len(seq)).agree is False
     paths[1].unlink()
     assert "failed" in read_replays(paths, len(seq)).how
+
+
+def _computed(c):
+    """checks/deterministic.py's judgement, on numpy: is the output A@B at all (RIGHT's inputs)?"""
+    from pytest_gemm.checks.deterministic import COMPUTED_FRACTION
+    from pytest_gemm.judges.bounds import fraction_within_bound
+
+    return fraction_within_bound(c, RIGHT, np.abs(RIGHT) + 1.0, 5, "fp32") >= COMPUTED_FRACTION
+
+
+def test_garbage_that_differs_between_launches_is_not_a_race():
+    """tests/verdicts' allocates_only copies whatever memory the allocator hands back: when that
+    differs between launches the check must not call it nondeterministic (a race is the root cause
+    of every other failure); its root cause is that C is never computed (wrong_values here)."""
+    garbage = [RNG.standard_normal((7, 9)).astype(np.float32) * 1e3 for _ in range(5)]
+    replay = _replay(garbage, garbage)
+    f = judge_launches(garbage, garbage[0], garbage[1], replay, before_right=False,
+                       right=lambda c: False, computed=_computed)
+    assert f.category == "wrong_values" and "no launch computed A@B" in f.summary
+    assert f.call_history is None and replay.calls == 0
+    # a race spoils some elements of a launch, not all: still nondeterministic
+    racy = RIGHT.copy()
+    racy[2, 3] += 100.0
+    f = judge_launches([RIGHT, racy, RIGHT, RIGHT, racy], RIGHT, OTHER, _replay([RIGHT, racy], [racy, RIGHT]),
+                       right=lambda c: c is RIGHT, computed=_computed)
+    assert f.category == "nondeterministic"
+
+
+def test_the_fraction_within_the_bound_counts_elements():
+    from pytest_gemm.judges.bounds import fraction_within_bound
+
+    gauge = np.abs(RIGHT) + 1.0
+    assert fraction_within_bound(RIGHT, RIGHT, gauge, 5, "fp32") == 1.0
+    spoiled = RIGHT.copy()
+    spoiled[0] = np.nan
+    spoiled[1] += 1.0
+    assert fraction_within_bound(spoiled, RIGHT, gauge, 5, "fp32") == pytest.approx(5 / 7)

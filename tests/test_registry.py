@@ -20,9 +20,31 @@ def test_the_readme_table_of_checks_is_the_registry():
     assert block.group(1).strip() == registry.markdown_table()
 
 
-def test_gradescope_reads_its_checks_and_weights_from_the_registry():
-    assert CHECKS == tuple(c.name for c in registry.CHECKS if c.name != "sweep")
-    assert DEFAULT_WEIGHTS == {c.name: c.weight for c in registry.CHECKS if c.name != "sweep"}
+def test_gradescope_scores_each_graded_check_under_its_registry_label_and_weight():
+    """Gradescope's results.json, built from one passing record per check: one test per graded
+    check of the registry, in the registry's order, named by its label, worth its weight; the
+    sweep (opt-in) is not scored; full marks are the documented 100 points."""
+    from pytest_gemm.grading.gradescope import build_results
+
+    def rec(check: str) -> dict:
+        r = {"kernel": "k", "precision": "fp32", "check": check, "shape": [64, 64, 64], "params": {},
+             "outcome": "passed", "category": None}
+        if check in ("speed", "sweep"):
+            r["timing"] = {"median_ms": 1.0, "min_ms": 1.0, "spread": 0.0, "tflops": 1.0, "shape": [64, 64, 64]}
+            r["fraction_of_cublas"] = 0.5
+        return r
+
+    graded = [c for c in registry.CHECKS if c.name != "sweep"]
+    results = build_results([rec(c.name) for c in registry.CHECKS])
+    assert results["score"] == sum(c.weight for c in graded)  # the sweep's record earns nothing
+    results = build_results([rec(c.name) for c in graded])
+    tests = {t["name"].split(" (")[0]: t for t in results["tests"]}
+    assert list(tests) == [c.display for c in graded]
+    for c in graded:
+        assert tests[c.display]["max_score"] == c.weight, c.name
+        assert tests[c.display]["score"] == c.weight, c.name
+    assert results["score"] == sum(c.weight for c in graded) == 100
+    assert CHECKS == tuple(c.name for c in graded) and DEFAULT_WEIGHTS["exact"] == 40
 
 
 def test_every_gpu_check_has_a_runner_and_every_name_is_unique():

@@ -192,6 +192,70 @@ def test_a_timer_replaced_by_the_timed_calls_keeps_cublas_untimed(monkeypatch, t
     assert failure.category == TIMING_ESCAPE
 
 
+def _sweep_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, replaced_after: str):
+    """check_sweep with every GPU step faked, as ``_speed_check_in_a_process_whose_timer_is_replaced``:
+    the sweep shares the roofs with the run too, so a replaced timer must be seen before they are measured."""
+    from pytest_gemm.checks import sweep
+    from pytest_gemm.kernels import harness
+    from pytest_gemm.measure import cublas, integrity, roofs, timed
+
+    ran: list[str] = []
+    replaced = [replaced_after == "start"]
+    monkeypatch.setattr(integrity, "tampered", lambda: ["cupy.cuda.get_elapsed_time"] if replaced[0] else [])
+
+    def step(name, value=None):
+        def fn(*args, **kwargs):
+            ran.append(name)
+            if name == replaced_after:
+                replaced[0] = True
+            return value
+        return fn
+
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path))
+    pool = types.SimpleNamespace(free_all_blocks=lambda: None)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Stream=types.SimpleNamespace(null=contextlib.nullcontext())),
+        get_default_memory_pool=lambda: pool))
+    timing = summarize([1.0], flops=1e9)
+    baseline = object()
+    monkeypatch.setattr(timed, "process_roofs", step("roofs", {}))
+    monkeypatch.setattr(timed, "gpu_quiet", step("quiet", {"quiet": None}))
+    monkeypatch.setattr(timed, "problems_for", lambda *a: [])
+    monkeypatch.setattr(timed, "reject_escaped_work", lambda *a, **k: None)
+    monkeypatch.setattr(timed, "reject_impossible_timing", lambda *a, **k: None)
+    monkeypatch.setattr(timed, "timed_run",
+                        lambda hh, *a: (step("cublas" if hh is baseline else "kernel")(), (timing, lambda: None))[1])
+    monkeypatch.setattr(roofs, "ceilings", lambda *a: types.SimpleNamespace(tflops=1e9))
+    monkeypatch.setattr(harness, "harness_for", lambda *a: baseline)
+    monkeypatch.setitem(cublas.CUBLAS, "fp32", None)
+    h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k", multiple_of=(1, 1, 1)),
+                              device=None)
+    monkeypatch.setattr("pytest_gemm.checks.cases.skip_reason", lambda *a: None)
+    with pytest.raises(GemmCheckFailure) as failure:
+        # seed 0: the kernel is timed before cuBLAS at the first size (measure/sweep.py's order)
+        sweep.check_sweep(h, [(64, 64, 64), (128, 128, 128)], lambda facts: None, seed=_kernel_first_seed())
+    return ran, failure.value
+
+
+def _kernel_first_seed() -> int:
+    from pytest_gemm.measure.sweep import timing_order
+
+    return next(s for s in range(100) if timing_order([(64, 64, 64), (128, 128, 128)], s)[0][1][0] == "kernel")
+
+
+def test_a_sweep_whose_timer_is_already_replaced_measures_nothing(monkeypatch, tmp_path):
+    # the roofs it would measure are shared with the whole run (PYTEST_GEMM_MEASURE_CACHE)
+    ran, failure = _sweep_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, "start")
+    assert ran == []
+    assert failure.category == TIMING_ESCAPE and "get_elapsed_time" in str(failure)
+
+
+def test_a_timer_replaced_by_the_sweeps_timed_calls_keeps_cublas_untimed(monkeypatch, tmp_path):
+    ran, failure = _sweep_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, "kernel")
+    assert ran == ["roofs", "quiet", "kernel"]  # no "cublas" at that size, and no later size
+    assert failure.category == TIMING_ESCAPE
+
+
 # ---- measurements shared by a run ---------------------------------------------------------------------
 
 DEVICE = types.SimpleNamespace(index=0, name="NVIDIA H200")

@@ -288,13 +288,56 @@ def test_left_unwritten_after_its_first_call_speaks_for_the_kernel():
     assert kernel_verdict([history, fail("exact", "fault")]).primary_category == "fault"
 
 
-def test_breaking_only_the_alpha_zero_rule_is_ranked_like_the_beta_zero_rule():
+def test_reading_a_and_b_at_alpha_zero_is_a_note_not_a_failure():
+    """BLAS documents that C need not be set when beta == 0, and nothing of the kind for A and B
+    at alpha == 0 (issue 43): the beta_zero check records the NaN outputs as a fact; the verdict
+    passes, ranks the timing and says so in a note."""
     from pytest_gemm.outputs.records import KernelResult
 
     timing = {"median_ms": 1.0, "min_ms": 1.0, "spread": 0.0, "tflops": 1.0}
-    checks = [rec("exact"), rec("alphabeta"), fail("beta_zero", "alpha_zero_reads_ab"), rec("speed", timing=timing)]
+    seen = {"nan_outputs": 7, "outputs": 9, "shape": "17x33x65"}
+    checks = [rec("exact"), rec("alphabeta"), rec("beta_zero", alpha_zero_reads_ab=seen), rec("speed", timing=timing)]
     v = kernel_verdict(checks)
-    assert v.primary_category == "alpha_zero_reads_ab" and v.consequences == []
+    assert v.status == "passed" and v.primary_category is None
+    assert len(v.notes) == 1 and v.notes[0].startswith("alpha_zero_reads_ab: ") and "17x33x65" in v.notes[0]
     assert timing_trusted(KernelResult.of("k", "fp32", checks))
-    assert kernel_verdict([fail("exact", "wrong_values"), fail("beta_zero", "alpha_zero_reads_ab")]).primary_category \
-        == "wrong_values"
+    # beside a real failure it is still a note, and the failure is the root cause
+    v = kernel_verdict([fail("exact", "wrong_values"), rec("beta_zero", alpha_zero_reads_ab=seen)])
+    assert v.primary_category == "wrong_values" and v.consequences == [] and v.notes[0].startswith("alpha_zero")
+    assert kernel_verdict([rec("exact"), rec("beta_zero")]).notes == []
+
+
+def test_the_alpha_zero_note_is_on_the_summary_line_and_in_gradescope_and_costs_no_points():
+    from pytest_gemm.grading.gradescope import build_results
+    from pytest_gemm.outputs.report import verdict_lines
+
+    seen = {"nan_outputs": 7, "outputs": 9, "shape": "17x33x65"}
+    records = [rec("exact"), rec("alphabeta"), rec("beta_zero", alpha_zero_reads_ab=seen)]
+    lines = verdict_lines(records)
+    assert len(lines) == 1 and lines[0].startswith("k: passed (alpha_zero_reads_ab: with alpha == 0 it reads A and B")
+    results = build_results([r.to_dict() for r in records])
+    clean = build_results([r.to_dict() for r in (rec("exact"), rec("alphabeta"), rec("beta_zero"))])
+    assert results["score"] == clean["score"] and results["extra_data"]["pytest_gemm"]["correct"] is True
+    assert "note (no points lost): alpha_zero_reads_ab: " in results["output"]
+
+
+def test_the_docs_name_a_source_for_every_failing_category_and_every_note():
+    """docs/verdicts.md, "Where each rule comes from": a row per failing category (every category
+    but the harness's own), each with one of the three sources; a row per note; nothing else."""
+    import re
+    from pathlib import Path
+
+    from pytest_gemm.checks import registry
+    from pytest_gemm.model import categories as cat
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "verdicts.md").read_text()
+    section = text.split("## Where each rule comes from", 1)[1].split("\n## ", 1)[0]
+    rules, notes = section.split("Notes (no failure", 1)
+    rows = dict(re.findall(r"^\| `([a-z_0-9]+)` \| ([^|]+?) \| [^|]*\w[^|]* \|$", rules, re.M))
+    failing = set(cat.ALL) - set(cat.HARNESS_FAILURES)
+    assert set(rows) == failing, set(rows) ^ failing
+    sources = {"BLAS documentation", "CUDA semantics", "the plugin's contract"}
+    assert {c: s for c, s in rows.items() if s not in sources} == {}
+    reported = {c for check in registry.CHECKS for c in check.categories}
+    assert reported <= failing and not reported & set(cat.NOTES)  # no check fails with a note
+    assert set(re.findall(r"^\| `([a-z_0-9]+)` \| [^|]*\w[^|]* \|$", notes, re.M)) == set(cat.NOTES)

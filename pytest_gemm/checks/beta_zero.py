@@ -10,9 +10,11 @@ non-finite value to 0 computes the BLAS result for every C and passes
 (judges/zero_scalars.py).
 
 alpha == 0: A and B hold NaN, C holds finite values, alpha = 0, beta = 0.5: every output
-must be 0.5 * C. A kernel that computes ``alpha * acc`` (0 * NaN = NaN) fails with
-``alpha_zero_reads_ab``; like the beta rule it breaks BLAS's contract and nothing else
-(the alpha/beta check's alpha == 0 cases use finite A and B).
+must be 0.5 * C. A kernel that computes ``alpha * acc`` (0 * NaN = NaN) gets NaN there: that is
+a note (fact ``alpha_zero_reads_ab``, outputs/verdicts.py), not a failure. BLAS documents
+"when BETA is supplied as zero then C need not be set on input" and nothing of the kind for A
+and B at alpha == 0; that reference BLAS leaves them unread is its early return, not a promise
+of the interface. Every output that is not NaN must still be 0.5 * C, bit for bit.
 
 A kernel declared ``beta_zero="reads_c"`` (the tutorial convention, ``alpha*acc + beta*C``
 always evaluated) is checked with finite C, A and B instead, and its record says it is not
@@ -33,8 +35,6 @@ from .common import Harness, assert_exact, reference_f32, reject_writes_outside_
 SHAPES: tuple[Shape, ...] = ((1, 1, 1), (17, 33, 65), (127, 255, 63), (1000, 1000, 1000))
 FIX = ("fix: skip the read when beta is 0, e.g. C[i] = (beta == 0.0f) ? alpha * acc : alpha * acc + beta * C[i] "
        "(BLAS: when beta is zero, C need not be set on input)")
-FIX_ALPHA = ("fix: when alpha is 0, do not read A or B: C[i] = (beta == 0.0f) ? 0.0f : beta * C[i] "
-             "(BLAS: when alpha is zero, A and B are not referenced)")
 DECLARE = ("or declare the convention with beta_zero=\"reads_c\"; the report then says the kernel is not "
            "BLAS-conformant on this point")
 
@@ -65,11 +65,14 @@ def check_beta_zero(h: Harness, shape: Shape, record: Callable[[dict[str, Any]],
                     f"outputs at {shape_str(shape)} are NaN or Inf (alpha*acc + beta*C gives {how})",
                     [FIX, DECLARE])
         assert_exact(h, result, ref64, problem)
-    check_alpha_zero(h, problem, declared_reads_c)
+    check_alpha_zero(h, problem, declared_reads_c, record)
 
 
-def check_alpha_zero(h: Harness, problem: Any, declared_reads_c: bool) -> None:
-    """alpha == 0: C = beta * C, with A and B poisoned (finite when the tutorial convention is declared)."""
+def check_alpha_zero(h: Harness, problem: Any, declared_reads_c: bool,
+                     record: Callable[[dict[str, Any]], None] = lambda facts: None) -> None:
+    """alpha == 0: C = beta * C, with A and B poisoned (finite when the tutorial convention is
+    declared). NaN where beta * C is finite (A or B was read) is recorded as a note, not a
+    failure; every other output must be beta * C."""
     import cupy
 
     from ..judges.diagnose import assert_bit_identical
@@ -84,13 +87,12 @@ def check_alpha_zero(h: Harness, problem: Any, declared_reads_c: bool) -> None:
     want = alpha_zero_expected(problem.c0)
     read = ab_read_mask(got, problem.c0)
     if read.any():
-        raise GemmCheckFailure(
-            cat.ALPHA_ZERO_READS_AB,
-            f"with alpha == 0 the kernel read A or B: they held NaN and {int(read.sum())} of {m * n} outputs "
-            f"at {shape_str(problem.shape)} are NaN (alpha*acc gives 0 * NaN = NaN); C must be {ALPHA_ZERO_BETA}*C",
-            [FIX_ALPHA, DECLARE])
-    if not bool(cupy.array_equal(result.c.view(cupy.uint32), cupy.asarray(want).view(cupy.uint32))):
-        assert_bit_identical(got, want.astype(np.float64))
+        record({cat.ALPHA_ZERO_READS_AB: {"nan_outputs": int(read.sum()), "outputs": m * n,
+                                          "shape": shape_str(problem.shape)}})
+        got = np.where(read, want, got)  # the NaN are the note; the rest must still be beta*C
+    elif bool(cupy.array_equal(result.c.view(cupy.uint32), cupy.asarray(want).view(cupy.uint32))):
+        return
+    assert_bit_identical(got, want.astype(np.float64))
 
 
 def run(h: Harness, shape: Shape, params: dict, record: Any, options: dict) -> None:

@@ -47,7 +47,8 @@ def check_deterministic(h: Harness, shape: Shape, runs: int = RUNS,
     after = to_numpy(run_kernel(h, other, buffers=buffers).c)
     del buffers, first, again
     found = judge_launches(outputs, before, after, lambda: replay_fresh_history(h, problem, runs), before_right,
-                           earlier, right=lambda c: _accurate(h, c, problem))
+                           earlier, right=lambda c: _accurate(h, c, problem),
+                           computed=lambda c: _computed(h, c, problem))
     if found is None:
         return
     if found.call_history:
@@ -66,6 +67,21 @@ def _accurate(h: Harness, got: Any, problem: Any) -> bool:
 
     gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
     return check_accuracy(got, reference_f32(problem), gauge, problem.k, h.kernel.precision, xp=cupy).passed
+
+
+COMPUTED_FRACTION = 0.01  # fewer elements than this within the bound in every launch: nothing was computed
+
+
+def _computed(h: Harness, got: Any, problem: Any) -> bool:
+    """Whether ``got`` is A@B at all: at least ``COMPUTED_FRACTION`` of its elements within the bound."""
+    import cupy
+
+    from ..judges.bounds import fraction_within_bound
+    from ..judges.reference import abs_product
+
+    gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
+    return fraction_within_bound(cupy.asarray(got), reference_f32(problem), gauge, problem.k,
+                                 h.kernel.precision, xp=cupy) >= COMPUTED_FRACTION
 
 
 # The exact inputs other checks give a kernel (seed, with C, whose): A@B of them, returned for

@@ -25,11 +25,12 @@ either is presumed hung after ``hold_s`` / ``startup_hold_s`` (``_PresumeHung``:
 its mark keeps timings off the GPU until the check ends). The child's side, its memory release
 between checks and its out-of-memory retry, is ``checks/sandbox_child.py``.
 
-Test hook: the child runs each check through ``pytest_gemm.checks.dispatch.run_check``,
-or through the function named by the environment variable
-``PYTEST_GEMM_DISPATCH="module:function"`` (same signature), read only by the
-child. ``tests/test_sandbox.py`` uses it to drive the protocol with fake checks
-that need no GPU (sleep, raise, exit, abort); it is not a user option.
+A warm-up the child sees at run time (Triton autotuning, a JIT compile) stops the check's clock
+and runs its own budget (``checks/warmup.py``); ``progress`` says it on the terminal.
+
+Test hook: the child runs each check through ``pytest_gemm.checks.dispatch.run_check``, or through
+the function named by ``PYTEST_GEMM_DISPATCH="module:function"`` (same signature), read only by the
+child; ``tests/test_sandbox.py`` drives the protocol with fake checks that need no GPU.
 """
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ from typing import Any, Callable, ContextManager
 
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
-
 from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
+from .warmup import WarmupTimeout
 
 OUTPUT_LIMIT = 1500  # characters of the child's output quoted in a failure
 LOAD_TIMEOUT = 120.0     # seconds to start the child and import the kernel's module
@@ -69,7 +70,8 @@ class SandboxClient:
         self.peak_pool_bytes = 0                    # the most CuPy's pool held at the end of a check
         self.check_timed_out = False                # the last check (not its start-up) ran out of time
         self.last_start: dict[str, float] | None = None  # the seconds of a start-up the last run() made
-        self.last_lock_wait_s = 0.0                 # the last check's waits for the GPU lock (both sides)
+        self.last_lock_wait_s = self.last_warmup_s = 0.0  # the last check's waits for the GPU lock, its warm-up
+        self.progress: Callable[[str], None] | None = None  # where warm-up progress is said (the runner)
 
     def target(self, spec: str, index: int) -> None:
         self.spec, self.index = spec, index
@@ -122,29 +124,37 @@ class SandboxClient:
         return json.loads(line)
 
     def _check_reply(self, timeout: float, hung: _PresumeHung | None = None) -> dict[str, Any] | None:
-        """The check's reply; ``timeout`` counts only while the check is not waiting for the GPU
-        lock (the child reports its waits), so a check delayed by other kernels' timings is
-        not charged for them. A wait for the lock is unbounded, as when the parent takes it: every
-        holder is bounded by its own timeout. ``hung`` presumes the check hung (the parent's hold
-        ends, ``GpuHold.presume_hung``) once its own time reaches it. Raises TimeoutError."""
-        left, waiting = timeout, False
+        """The check's reply; ``timeout`` counts only while the check neither waits for the GPU lock
+        (unbounded, as when the parent takes it: every holder is bounded by its own timeout) nor
+        warms up (its own budget runs then: ``checks/warmup.py``); the child reports both. ``hung``
+        presumes the check hung (``GpuHold.presume_hung``) once its own time reaches it. Raises TimeoutError."""
+        from .warmup import WarmupClock, budget_s
+
+        left, waiting, warm = timeout, False, WarmupClock(budget_s(), self.progress)
         while True:
             started = time.monotonic()
-            wait = None if waiting else left
-            if hung is not None and not waiting:
+            wait = None if waiting else warm.wait() if warm.warming else left
+            if hung is not None and not waiting and not warm.warming:
                 wait = hung.wait(timeout - left, wait)
             try:
                 message = self._receive(wait)
             except TimeoutError:
+                if warm.warming:
+                    warm.spend(time.monotonic() - started)  # raises WarmupTimeout past its budget
+                    continue
                 left -= time.monotonic() - started
                 if left <= 0:
                     raise
                 continue  # the hold's time was up, not the check's
             if message is None or "event" not in message:
                 return message
-            if not waiting:
+            if warm.warming:
+                warm.spend(time.monotonic() - started)
+            elif not waiting:
                 left -= time.monotonic() - started
-            waiting = message["event"] == "lock_wait"
+            refund = warm.event(message)  # a warm-up's seconds before the child could say so: not the check's
+            waiting = message["event"] == "lock_wait" if refund is None else waiting
+            left = min(timeout, left + (refund or 0.0))
 
     def output_tail(self, limit: int = OUTPUT_LIMIT, since: int = 0) -> str:
         """The last ``limit`` characters the child printed (after byte offset ``since``)."""
@@ -174,10 +184,7 @@ class SandboxClient:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _kill_group(self.proc.pid)
             self.proc.wait()
         self.loaded = None
         for closer in (self.writer.close, lambda: os.close(self.reader_fd)):
@@ -192,10 +199,7 @@ class SandboxClient:
         try:
             code = self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:  # it closed its pipe but lives on: end it
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _kill_group(self.proc.pid)
             code = self.proc.wait()
         if code < 0:
             try:
@@ -297,13 +301,12 @@ class SandboxClient:
         ``timeout`` bounds the check alone (start-up has its own limits; ``why`` names where the
         limit came from in a timeout's message); ``guard()`` is held while the check runs,
         ``startup_guard()`` while a new child prepares the kernel; a check or start-up still
-        running after ``hold_s`` or ``startup_hold_s`` seconds (when given) is presumed hung
-        (``gpu_lock.GpuHold.presume_hung``: its hold ends, other checks go on, timed checks wait
-        until it ends)."""
+        running after ``hold_s`` or ``startup_hold_s`` seconds is presumed hung (``GpuHold.presume_hung``)."""
         from ..measure.gpu_lock import waited_seconds
 
         shape_text = "x".join(map(str, shape))
-        self.last_seconds, self.check_timed_out, self.last_start, self.last_lock_wait_s = None, False, None, 0.0
+        self.last_seconds, self.check_timed_out, self.last_start = None, False, None
+        self.last_lock_wait_s = self.last_warmup_s = 0.0
         self.start(shape_text, startup_guard, startup_hold_s)
         waited = waited_seconds()
         with (guard or contextlib.nullcontext)() as hold:
@@ -321,6 +324,10 @@ class SandboxClient:
             raise self._death(shape_text, check) from None
         try:
             reply = self._check_reply(timeout, hung)
+        except WarmupTimeout as exc:
+            self.check_timed_out = True
+            self.stop()
+            raise GemmCheckFailure(cat.TIMEOUT, exc.summary(check, shape_text), self._with_output([], since)) from None
         except TimeoutError:
             self.check_timed_out = True
             self.stop()
@@ -330,7 +337,7 @@ class SandboxClient:
                                    f"({why}); the kernel's process was killed", details) from None
         if reply is None:
             raise self._death(shape_text, check)
-        self.last_seconds = reply.get("seconds")
+        self.last_seconds, self.last_warmup_s = reply.get("seconds"), float(reply.get("warmup_s") or 0.0)
         self.last_lock_wait_s += float(reply.get("lock_wait_s") or 0.0)
         self.peak_pool_bytes = max(self.peak_pool_bytes, int((reply.get("memory") or {}).get("pool_bytes", 0)))
         if reply["status"] == "fail":
@@ -364,6 +371,11 @@ class _PresumeHung:
             return wanted
         left = self.after_s - used_s
         return left if wanted is None else min(wanted, left)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _raise(reply: dict[str, Any]) -> Any:

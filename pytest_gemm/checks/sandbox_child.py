@@ -287,9 +287,16 @@ def child(read_fd: int, write_fd: int) -> None:
     reader = os.fdopen(read_fd, "r")
     writer = os.fdopen(write_fd, "w", buffering=1)
 
+    import threading
+
+    from .warmup import watching
+
+    sending = threading.Lock()  # the warm-up watcher sends from its own thread
+
     def send(message: dict[str, Any]) -> None:
-        writer.write(json.dumps(message, default=str) + "\n")
-        writer.flush()
+        with sending:
+            writer.write(json.dumps(message, default=str) + "\n")
+            writer.flush()
 
     from ..measure.gpu_lock import observe_waits, waited_seconds
 
@@ -300,7 +307,7 @@ def child(read_fd: int, write_fd: int) -> None:
     for line in reader:
         request = json.loads(line)
         facts: dict[str, Any] = {}
-        started, waited = time.perf_counter(), waited_seconds()
+        started, waited, warmup_s = time.perf_counter(), waited_seconds(), 0.0
         try:
             if request["op"] == "load":
                 from ..kernels.loader import load_spec
@@ -322,14 +329,19 @@ def child(read_fd: int, write_fd: int) -> None:
                 send({"status": "ok", "seconds": time.perf_counter() - started,
                       "phases": phases if isinstance(phases, dict) else {}})
                 continue
-            run_with_retry(run_check, release, kernel, request["check"], request["shape"], request["params"],
-                           request["options"], facts)
+            try:
+                with watching(send) as watch:  # a warm-up seen now has its own budget (checks/warmup.py)
+                    run_with_retry(run_check, release, kernel, request["check"], request["shape"],
+                                   request["params"], request["options"], facts)
+            finally:
+                warmup_s = watch.total_s
             reply, end = {"status": "ok", "facts": facts}, False
         except BaseException as exc:  # noqa: BLE001 - everything must be reported to the parent
             reply, end = _failure_reply(request, exc, facts)
             del exc
         reply["lock_wait_s"] = waited_seconds() - waited  # a timed check's wait for the GPU alone
-        reply["seconds"] = time.perf_counter() - started - reply["lock_wait_s"]  # the check's own time
+        reply["warmup_s"] = warmup_s  # not the check's time: a hang budget never pays for a warm-up
+        reply["seconds"] = max(0.0, time.perf_counter() - started - reply["lock_wait_s"] - warmup_s)  # its own time
         if request["op"] == "check" and not end and not reply.get("restart"):
             try:
                 reply["memory"] = release()

@@ -1,6 +1,8 @@
 """The sweep check (``--gemm-sweep``): the kernel and cuBLAS at its precision at every size,
 in a seeded shuffled order, each timing judged like the speed check (``measure/sweep.py``
-has the order and the entries)."""
+has the order and the entries). Like the speed check, a timer the kernel's process replaced is
+looked for before the roofs are measured (they are shared with the whole run) and after each of
+the kernel's timings, before cuBLAS is timed again (``checks/speed.py``: ``reject_tampering``)."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -25,8 +27,12 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
                                  reject_impossible_timing, timed_run)
     from .cases import skip_reason
 
+    from .speed import reject_tampering
+
     precision = h.kernel.precision
     with gpu_lock(True, what="sweep") as hold:
+        # before anything is measured: the roofs are shared with the whole run (measure/run_cache.py)
+        reject_tampering(str(h.kernel.name))
         measured = process_roofs(h.device, measure_roofs)
         quiet = gpu_quiet(h.device, measured, hold.step_aside)
     limits = ceilings(h.device, precision, measured)
@@ -49,13 +55,12 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
                     continue
                 timing, verify = timed_run(h, shape, budget_s, problems)
                 timings[who] = timing
+                reject_tampering(str(h.kernel.name))  # its calls may have replaced the timer: before cuBLAS
                 where = f"sweep at {shape_str(shape)}: "
                 reject_escaped_work(timing, limits, precision, where)
                 verify()
                 reject_impossible_timing(timing, shape, precision, limits, where)
         return sweep_entry(shape, timings["kernel"], timings["cublas"])
-
-    from .speed import reject_tampering
 
     for shape, first in plan:
         reason = skip_reason(h.kernel, shape)

@@ -318,6 +318,8 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
             lines.append("not on the leaderboard: no correctness check ran")
         else:
             lines.append("not on the leaderboard: the speed check gave no trustworthy timing")
+        if verdict is not None:
+            lines += [f"note (no points lost): {note}" for note in verdict.notes]
     result["output"] = "\n".join(lines)
     result["extra_data"] = {"pytest_gemm": extra}
     return result

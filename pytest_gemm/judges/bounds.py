@@ -290,7 +290,19 @@ def tolerance_report(ks: tuple[int, ...] = (1, 16, 256, 1024, 4096)) -> str:
     return (__doc__ or "").strip() + "\n\nAllowed max ratio T(K, precision):\n\n" + "\n".join([header, *rows]) + "\n"
 
 
+def fraction_within_bound(got: Any, ref64: Any, absprod64: Any, k: int, precision: str | Precision,
+                          xp: Any = numpy) -> float:
+    """The fraction of the elements of ``got`` within ``check_accuracy``'s bound, element by
+    element: a race spoils some elements of a launch; memory that nobody computed spoils all."""
+    allowed = allowed_ratio(_check_k(k), get_precision(precision))
+    g = xp.ascontiguousarray(got, dtype=xp.float32).astype(xp.float64)
+    ref = xp.asarray(ref64, dtype=xp.float64)
+    scale = UNIT_ROUNDOFF * xp.asarray(absprod64, dtype=xp.float64)
+    ok = xp.abs(g - ref) <= allowed * scale  # NaN compares False
+    return float(_host_scalar(ok.sum())) / max(int(ok.size), 1)
+
+
 __all__ = [
-    "UNIT_ROUNDOFF", "AccuracyReport", "allowed_ratio", "fp32_ratio", "tensor_core_ratio", "check_accuracy",
+    "fraction_within_bound", "UNIT_ROUNDOFF", "AccuracyReport", "allowed_ratio", "fp32_ratio", "tensor_core_ratio", "check_accuracy",
     "assert_accurate", "tolerance_report", "rounding_sized",
 ]

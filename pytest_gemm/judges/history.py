@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..model.categories import NONDETERMINISTIC, STALE_OUTPUT, UNWRITTEN_OUTPUT
+from ..model.categories import NONDETERMINISTIC, STALE_OUTPUT, UNWRITTEN_OUTPUT, WRONG_VALUES
 from .region import describe_region
 from .sentinels import unwritten_mask
 
@@ -151,12 +151,17 @@ def replays_agree(replays: Sequence[Sequence[str]]) -> bool | None:
 def judge_launches(outputs: Sequence[np.ndarray], before: np.ndarray, after: np.ndarray,
                    replay: Callable[[], Replay], before_right: bool = True,
                    earlier: str | None = None,
-                   right: Callable[[np.ndarray], bool] = lambda c: True) -> HistoryFinding | None:
+                   right: Callable[[np.ndarray], bool] = lambda c: True,
+                   computed: Callable[[np.ndarray], bool] = lambda c: True) -> HistoryFinding | None:
     """The determinism check's verdict. ``outputs``: launches on the same inputs; ``before`` and
     ``after``: one launch each on two input sets written into the same buffers (``before_right``
     and ``earlier`` as ``new_inputs_finding`` takes them); ``replay``: replays the same-input
     launches twice with a fresh call history (called only when needed); ``right``: whether an
-    output of those inputs is within the accuracy bound. None: deterministic and not stale."""
+    output of those inputs is within the accuracy bound; ``computed``: whether an output is A@B at
+    all (most of its elements within the bound: a race spoils some, memory nobody computed spoils
+    all). Launches that differ but none of which computed anything are garbage that changes, not a
+    race: ``wrong_values`` (the checks that met it say what; its root cause is that C is never
+    computed). None: deterministic and not stale."""
     from .diagnose import compare_runs
 
     found = new_inputs_finding(before, after, before_right, earlier)
@@ -167,6 +172,11 @@ def judge_launches(outputs: Sequence[np.ndarray], before: np.ndarray, after: np.
     other = next((i for i in range(1, len(bits)) if not np.array_equal(bits[i], bits[0])), None)
     if other is None:
         return None
+    if not any(computed(o) for o in outputs):
+        return HistoryFinding(WRONG_VALUES,
+                              f"no launch computed A@B: in each of {len(outputs)} launches on the same inputs almost no "
+                              "element is within the error bound, and they differ from one launch to the next (whatever "
+                              "C's memory held, not a race)", ["write alpha*A@B (+ beta*C) into every element of C"])
     found = sequence_finding(outputs, first_right=right(outputs[0]))
     if found is not None:
         found.call_history = "calls on the same inputs"

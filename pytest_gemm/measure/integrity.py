@@ -3,8 +3,9 @@
 A Python launcher runs in the process that times it, so it could replace the timer
 (``cupy.cuda.get_elapsed_time``, ``time.perf_counter``) or this package's own timing
 functions and report any speed it likes. The sandbox child calls ``pin()`` before it
-imports a kernel; the speed and sweep checks call ``tampered()`` after timing, and a
-replaced function is a ``timing_escape``.
+imports a kernel (with ``--gemm-isolation none`` the kernels run in pytest's own process, which
+pins them before it loads the kernels: ``runner/configure.py``); the speed and sweep checks
+call ``tampered()`` before and after timing, and a replaced function is a ``timing_escape``.
 """
 from __future__ import annotations
 
@@ -34,11 +35,12 @@ def _gpu_usable() -> bool:
         return False
 
 
-def pin() -> None:
+def pin(gpu: bool | None = None) -> None:
     """Remember the functions in ``WATCHED`` as they are now (before any kernel is imported);
     CuPy's and this package's timing modules only where a GPU is usable (nothing is timed
-    otherwise)."""
-    gpu = _gpu_usable()
+    otherwise). ``gpu=True``: pin them without asking CUDA (pytest's own process, before each
+    xdist worker has chosen its GPU: importing CuPy touches no device)."""
+    gpu = _gpu_usable() if gpu is None else gpu
     for module_name, attr in WATCHED:
         if not gpu and module_name != "time":
             continue

@@ -4,8 +4,8 @@ Timed calls rotate over ``ROTATE`` buffer sets (more memory than the L2 holds),
 and before each call (outside the timed region) the call's buffers receive the
 next of ``DATA_SETS`` input sets (one more than there are buffers, so the same
 address holds different data from one visit to the next) and C refilled with the sentinel.
-``timed_run`` returns the timing and a verifier of the last timed output
-(``stale_output``); ``reject_escaped_work`` and ``reject_impossible_timing`` are
+``timed_run`` returns the timing and a verifier of the last timed output and
+of one more call on values the buffers never held (``stale_output``); ``reject_escaped_work`` and ``reject_impossible_timing`` are
 the ``timing_escape`` judges. The speed and sweep checks (``checks/``) use them.
 """
 from __future__ import annotations
@@ -81,16 +81,29 @@ def timed_run(h: Harness, shape: Shape, budget_s: float,
 
     def verify() -> None:
         problem = problems[state["data"]]
-        got = buffers[state["slot"]][2].array
+        a, b, c = buffers[state["slot"]]
         want = reference(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy).astype(cupy.float32)
-        keep_secret(want, *(c.array for _, _, c in buffers))  # cuBLAS's outputs are right answers too
-        if bool(cupy.array_equal(got.view(cupy.uint32), want.view(cupy.uint32))):
+        keep_secret(want, *(cc.array for _, _, cc in buffers))  # cuBLAS's outputs are right answers too
+        _reject_wrong(c.array, want, f"the output of the last of {timing.repeats} timed calls")
+        # Once more, outside the timing, on values these buffers never held (A negated: exact, and
+        # C = -(A@B)). A result kept per address can be right for the last timed call: the data
+        # sets cycle through the buffers, so whenever the last call's index mod 12 is 0 to 2 its
+        # buffers hold what they held when the copy was taken.
+        cupy.copyto(a.array, -sources[state["data"]][0])
+        cupy.copyto(b.array, sources[state["data"]][1])
+        c.array.view(cupy.uint32).fill(poison)
+        h.loaded(a.array, b.array, c.array, m, n, k)
+        _reject_wrong(c.array, -want, "called once more after the timed calls, with A negated in the same buffers, "
+                                      "its output")
+
+    def _reject_wrong(got: Any, want: Any, what: str) -> None:
+        # the same value, bit for bit but for the sign of zero (IEEE arithmetic promises no sign there)
+        if bool(cupy.all((got == want) | (got.view(cupy.uint32) == want.view(cupy.uint32)))):
             return
         unwritten = int(unwritten_mask(got, xp=cupy).sum())
-        what = (f"{unwritten} of {got.size} outputs were never written" if unwritten
-                else "every output was written, with wrong values")
-        raise GemmCheckFailure(cat.STALE_OUTPUT, f"{h.kernel.name!r} at {shape_str(shape)}: the output of the "
-                               f"last of {timing.repeats} timed calls is wrong ({what})",
+        how = (f"{unwritten} of {got.size} outputs were never written" if unwritten
+               else "every output was written, with wrong values")
+        raise GemmCheckFailure(cat.STALE_OUTPUT, f"{h.kernel.name!r} at {shape_str(shape)}: {what} is wrong ({how})",
                                ["timed calls get fresh inputs (the same buffers hold new data) and C refilled with the sentinel "
                                 "each time; a kernel must compute every call (no caching of results by address, "
                                 "no first-call-only work, no skipping repeated calls)"])

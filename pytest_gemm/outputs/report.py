@@ -84,7 +84,6 @@ def ranking_rows(records: Results) -> tuple[list[list[Any]], list[list[Any]]]:
             rule = result.verdict.primary_category  # a BLAS zero rule alone: right on finite inputs, ranked, marked
             label = result.name + (" (ladder)" if result.ladder else "") \
                 + (" (reads C when beta == 0)" if rule == BLAS_ZERO_RULES[0] else "") \
-                + (" (reads A, B when alpha == 0)" if rule == BLAS_ZERO_RULES[1] else "") \
                 + (" (GPU shared with another worker)" if t.get("gpu_shared") else "") \
                 + (" (GPU busy with another process's work)" if t.get("gpu_busy") else "")
             ranked.append([label, result.precision, "x".join(map(str, t["shape"] or [])), t["median_ms"],
@@ -177,7 +176,7 @@ def verdict_lines(records: Results) -> list[str]:
     lines = []
     for name, result in RunResults.build(records).kernels.items():
         v = result.verdict
-        if v.status in ("compiled only", "incomplete") and not result.ladder:
+        if (v.status in ("compiled only", "incomplete") or (v.notes and v.status != "failed")) and not result.ladder:
             lines.append(f"{name}: {v.status}" + (f" ({'; '.join(v.notes)})" if v.notes else ""))
     return lines
 

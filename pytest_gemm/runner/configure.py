@@ -216,6 +216,10 @@ def configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     if arches is not None and not require_gpu:
         _check_toolchain(config)
+    if specs and getattr(opt, "gemm_isolation", "process") == "none":
+        from ..measure.integrity import pin
+
+        pin(gpu=True)  # the kernels run here: what their modules replace from now on is seen (tamper detection)
     if specs:
         from ..kernels.loader import load_specs
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+import sys
+from typing import Any, Callable
 
 import pytest
 
@@ -161,6 +162,7 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     rootdir = str(config.invocation_params.dir)
     client = acquire(st.sandboxes, key, lambda: SandboxClient(spec, index, rootdir), max_live_sandboxes())
     client.target(spec, index)
+    client.progress = _progress(config, f"{kernel.name} {label}")  # a warm-up seen at run time (checks/warmup.py)
     try:
         facts = client.run(check, list(shape), params, options, timeout,
                            guard=None if timed else lambda: gpu_lock(False, what=label),
@@ -183,6 +185,20 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     return dict(facts, **where_time_went(client))
 
 
+def _progress(config: pytest.Config, what: str) -> Callable[[str], None]:
+    """Writes a kernel's warm-up progress on the terminal ("pytest-gemm: mine exact at 64x64x64:
+    warming up: Triton autotuning, 10 s so far ..."); under xdist a worker has no terminal: stderr."""
+    def say(text: str) -> None:
+        line = f"pytest-gemm: {what}: {text}"
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and not hasattr(config, "workerinput"):
+            reporter.write_line(line)
+        else:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+    return say
+
+
 def where_time_went(client: Any) -> dict[str, Any]:
     """The facts a check's record gets about its seconds: its own time in the kernel's process
     (``check_s``), its waits for the GPU lock (``lock_wait_s``), and, when it started a fresh
@@ -192,6 +208,8 @@ def where_time_went(client: Any) -> dict[str, Any]:
         out["check_s"] = round(float(client.last_seconds), 4)
     if client.last_lock_wait_s:
         out["lock_wait_s"] = round(float(client.last_lock_wait_s), 4)
+    if getattr(client, "last_warmup_s", 0.0):
+        out["warmup_s"] = round(float(client.last_warmup_s), 4)  # compiling, autotuning: not the check's time
     if client.last_start:
         out["process_start"] = dict(client.last_start)
     return out

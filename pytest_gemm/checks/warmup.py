@@ -1,0 +1,209 @@
+"""Warm-up seen at run time: what a launcher does the first time it meets a shape (Triton
+compiling and autotuning, Numba's JIT, CuPy's NVRTC compiles, a torch extension build,
+``torch.compile``) is found while it happens, in the kernel's own process, by what its main
+thread is running, however the launcher reached it (a module global, an import inside the
+function, an attribute set at first call, a method, a wrapper from another package).
+
+- Child side (``checks/sandbox_child.py``): while a check runs, ``watching`` samples the main
+  thread's Python stack every ``SAMPLE_S`` (``sys._current_frames``) and ``classify`` names
+  the warm-up its frames show, by their modules (``PATTERNS``). It sends ``{"event":
+  "warmup", "what", "seconds"}`` when one starts and every ``REPORT_S`` while it lasts, and
+  ``{"event": "warmup_end"}`` when the stack leaves it; the reply carries ``warmup_s``.
+- Parent side (``checks/sandbox.py``): ``WarmupClock`` stops the check's clock while the child
+  warms up and runs the warm-up's own budget instead (``budget_s``: ``PYTEST_GEMM_WARMUP_TIMEOUT``,
+  600 s by default), and reports progress (``progress``) to the runner, which writes it on the
+  terminal. Warm-up time is never charged to the check's timeout nor to the hang streak
+  (``checks/hangs.py`` reads the check's own seconds, which exclude it).
+
+A main thread blocked in a CUDA call with no such frame (an endless kernel) is no warm-up:
+its check times out within its normal budget. Pure but for the thread: ``classify`` is tested
+on frames of stand-in modules named like Triton's (``tests/test_warmup.py``).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Iterator, Sequence
+
+SAMPLE_S = 0.25         # how often the child looks at its main thread's stack
+REPORT_S = 2.0          # how often the child says it is still warming up
+PROGRESS_S = 10.0       # how often the parent writes "still warming up" on the terminal
+BUDGET_ENV = "PYTEST_GEMM_WARMUP_TIMEOUT"
+DEFAULT_BUDGET_S = 600.0  # one check's warm-up: 16 Triton configs compiled cold take minutes
+
+# (module prefix, function names or None for any, what it is doing)
+PATTERNS: tuple[tuple[str, frozenset[str] | None, str], ...] = (
+    ("triton.runtime.autotuner", None, "Triton autotuning"),
+    ("triton.testing", frozenset({"do_bench", "do_bench_cudagraph"}), "Triton benchmarking a config"),
+    ("triton.compiler", None, "Triton compiling"),
+    ("triton.backends", None, "Triton compiling"),
+    ("triton.runtime.build", None, "Triton building its launcher"),
+    ("triton.runtime.cache", None, "Triton reading its cache"),
+    ("numba.core.compiler", None, "Numba JIT compiling"),
+    ("numba.core.dispatcher", frozenset({"compile", "_compile_for_args"}), "Numba JIT compiling"),
+    ("numba.cuda.compiler", None, "Numba JIT compiling"),
+    ("numba.cuda.dispatcher", frozenset({"compile", "_compile_for_args", "compile_device"}), "Numba JIT compiling"),
+    ("numba_cuda", frozenset({"compile", "_compile_for_args", "compile_device"}), "Numba JIT compiling"),
+    ("cupy.cuda.compiler", None, "CuPy compiling (NVRTC)"),
+    ("cuda.core", frozenset({"compile"}), "compiling with NVRTC (cuda.core)"),
+    ("pycuda.compiler", None, "PyCUDA compiling"),
+    ("torch.utils.cpp_extension", None, "building a torch extension"),
+    ("torch._inductor", None, "torch.compile compiling"),
+    ("torch._dynamo", None, "torch.compile tracing"),
+)
+
+Frame = tuple[str, str]  # (module name, function name)
+
+
+def _label(frame: Frame) -> str | None:
+    module, function = frame
+    for prefix, functions, what in PATTERNS:
+        if (module == prefix or module.startswith(prefix + ".")) and (functions is None or function in functions):
+            return what
+    return None
+
+
+def classify(frames: Sequence[Frame]) -> str | None:
+    """What the stack ``frames`` (outermost first) is warming up with, or None: the outermost
+    warm-up frame names it, the innermost one, when it says something else, what it is at
+    ("Triton autotuning (Triton compiling)")."""
+    labels = [what for what in map(_label, frames) if what is not None]
+    if not labels:
+        return None
+    return labels[0] if labels[-1] == labels[0] else f"{labels[0]} ({labels[-1]})"
+
+
+def stack(frame: Any) -> list[Frame]:
+    """(module, function) of ``frame`` and its callers, outermost first."""
+    frames = []
+    while frame is not None:
+        frames.append((str(frame.f_globals.get("__name__", "")), frame.f_code.co_name))
+        frame = frame.f_back
+    return frames[::-1]
+
+
+class Watch:
+    """The child's watcher of its main thread (``watching``): ``total_s`` of warm-up seen."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], None], thread_id: int, sample_s: float = SAMPLE_S):
+        self.send, self.thread_id, self.sample_s = send, thread_id, sample_s
+        self.total_s, self.what, self.started, self.said = 0.0, None, 0.0, 0.0
+        self.last = time.monotonic()  # the previous sample
+        self.stopped = threading.Event()
+
+    def sample(self, now: float) -> None:
+        frame = sys._current_frames().get(self.thread_id)
+        what = classify(stack(frame)) if frame is not None else None
+        del frame
+        last, self.last = self.last, now
+        if what is not None:
+            if self.what is None:  # since the previous sample: a compile holding the GIL delays this one
+                self.what, self.started, self.said = what, last, now
+                self.send({"event": "warmup", "what": what, "seconds": round(now - last, 3)})
+            elif now - self.said >= REPORT_S or what != self.what:
+                self.what, self.said = what, now
+                self.send({"event": "warmup", "what": what, "seconds": round(now - self.started, 2)})
+        elif self.what is not None:
+            self.end(now)
+
+    def end(self, now: float) -> None:
+        if self.what is not None:
+            self.total_s += now - self.started
+            self.what = None
+            self.send({"event": "warmup_end"})
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.sample_s):
+            self.sample(time.monotonic())
+
+
+@contextlib.contextmanager
+def watching(send: Callable[[dict[str, Any]], None], sample_s: float = SAMPLE_S) -> Iterator[Watch]:
+    """Watch this (the main) thread while the body runs; the watch's ``total_s`` is the warm-up seen."""
+    watch = Watch(send, threading.get_ident(), sample_s)
+    thread = threading.Thread(target=watch.run, name="gemm-warmup-watch", daemon=True)
+    thread.start()
+    try:
+        yield watch
+    finally:
+        watch.stopped.set()
+        thread.join()
+        watch.end(time.monotonic())  # the check ended while warming up: count it, and say so before the reply
+
+
+def budget_s(environ: Any = os.environ) -> float:
+    """One check's warm-up budget: ``PYTEST_GEMM_WARMUP_TIMEOUT`` seconds (600 by default)."""
+    raw = str(environ.get(BUDGET_ENV, "") or "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_BUDGET_S
+    except ValueError:
+        raise ValueError(f"{BUDGET_ENV}={raw!r}: expected a number of seconds, e.g. {BUDGET_ENV}=900") from None
+    return value if value > 0 else DEFAULT_BUDGET_S
+
+
+class WarmupTimeout(TimeoutError):
+    """The child was still warming up when the warm-up budget ran out."""
+
+    def __init__(self, what: str, budget: float):
+        super().__init__(what)
+        self.what, self.budget = what, budget
+
+    def summary(self, check: str, shape_text: str) -> str:
+        return (f"{check} at {shape_text} was still warming up ({self.what}) after {self.budget:.4g} s "
+                f"({BUDGET_ENV}); the kernel's process was killed")
+
+
+class WarmupClock:
+    """The parent's side: while the child warms up, the check's clock stops and this one runs."""
+
+    def __init__(self, budget: float, progress: Callable[[str], None] | None = None):
+        self.budget, self.progress = budget, progress
+        self.used, self.what, self.seconds, self.printed = 0.0, None, 0.0, -PROGRESS_S
+
+    @property
+    def warming(self) -> bool:
+        return self.what is not None
+
+    def wait(self) -> float:
+        """How long to wait for the child's next message while it warms up."""
+        return max(0.0, min(self.budget - self.used, PROGRESS_S))
+
+    def spend(self, seconds: float) -> None:
+        """``seconds`` passed while warming up; raises WarmupTimeout past the budget."""
+        self.used += seconds
+        self.seconds += seconds
+        if self.used >= self.budget:
+            raise WarmupTimeout(str(self.what), self.budget)
+        self._say()
+
+    def event(self, message: dict[str, Any]) -> float | None:
+        """Take a warm-up event: the seconds of warm-up the check's clock counted before the
+        child could say so (its first report: the watcher may wait for a compile that holds the
+        GIL); None for any other message."""
+        refund = 0.0
+        if message.get("event") == "warmup":
+            if self.what is None:
+                self.seconds = refund = float(message.get("seconds") or 0.0)
+                self.used += refund
+            self.what = str(message.get("what"))
+            self._say()
+            return refund
+        if message.get("event") == "warmup_end":
+            if self.what is not None and self.progress is not None and self.printed >= 0:
+                self.progress(f"done warming up ({self.what}) after {self.seconds:.0f} s")
+            self.what, self.printed = None, -PROGRESS_S
+            return refund
+        return None
+
+    def _say(self) -> None:
+        if self.progress is not None and self.what is not None and self.seconds - self.printed >= PROGRESS_S:
+            self.printed = self.seconds
+            self.progress(f"warming up: {self.what}, {self.seconds:.0f} s so far (not counted in the check's "
+                          "timeout)")
+
+
+__all__ = ["PATTERNS", "classify", "stack", "watching", "Watch", "WarmupClock", "WarmupTimeout", "budget_s",
+           "BUDGET_ENV", "DEFAULT_BUDGET_S"]

@@ -1,0 +1,86 @@
+"""The speed check's verification of timed outputs (measure/timed.py ``timed_run``), on numpy
+standing in for CuPy: no GPU. A result kept per buffer address must be caught whatever the
+number of timed calls (the data sets cycle through the buffers, 12 calls a cycle)."""
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_gemm.judges.inputs import exact_inputs
+from pytest_gemm.kernels import harness as harness_module
+from pytest_gemm.measure import timed
+from pytest_gemm.measure.timing import summarize
+from pytest_gemm.model.categories import STALE_OUTPUT, GemmCheckFailure
+
+SHAPE = (8, 12, 16)
+PROBLEMS = [exact_inputs(*SHAPE, seed=100 + i) for i in range(timed.DATA_SETS)]
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+
+
+def _cached_result() -> Any:
+    """tests/untrusted/kernels.py's cached_result: C kept per (A, B) address, returned on a repeat."""
+    cache: dict[tuple[int, int], np.ndarray] = {}
+
+    def launch(a, b, c, m, n, k) -> None:
+        key = (a.__array_interface__["data"][0], b.__array_interface__["data"][0])
+        if key not in cache:
+            cache[key] = _product(a, b)
+        c[...] = cache[key]
+    return launch
+
+
+def _right(a, b, c, m, n, k) -> None:
+    c[...] = _product(a, b)
+
+
+@pytest.fixture
+def numpy_cupy(monkeypatch):
+    fake = types.SimpleNamespace(asarray=np.asarray, copyto=np.copyto, uint32=np.uint32, float32=np.float32,
+                                 float64=np.float64, matmul=np.matmul, array_equal=np.array_equal, all=np.all,
+                                 ascontiguousarray=np.ascontiguousarray)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(harness_module, "_SECRETS", [])
+
+
+def _timed(monkeypatch, launch, calls: int):
+    """timed_run with ``calls`` timed calls (two warm-up calls before them, as time_gpu makes)."""
+    def time_gpu(fn, *, flops, l2_bytes, budget_s, before_each):
+        fn()
+        fn()
+        for _ in range(calls):
+            before_each()
+            fn()
+        return summarize([1.0] * calls, flops=flops)
+
+    monkeypatch.setattr(timed, "time_gpu", time_gpu)
+    m, n, _ = SHAPE
+
+    def upload(p):
+        return tuple(types.SimpleNamespace(array=x) for x in (p.a.copy(), p.b.copy(), np.zeros((m, n), np.float32)))
+
+    h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"),
+                              device=types.SimpleNamespace(l2_bytes=0), upload=upload, loaded=launch)
+    return timed.timed_run(h, SHAPE, 0.1, PROBLEMS)
+
+
+@pytest.mark.parametrize("calls", range(12, 36))
+def test_a_result_kept_per_address_is_stale_whatever_the_number_of_timed_calls(numpy_cupy, monkeypatch, calls):
+    # with the last call's index 12, 13 or 14 (mod 12: 0 to 2) its buffers hold the data they held
+    # when the copy was taken: the last timed output alone is right there
+    _, verify = _timed(monkeypatch, _cached_result(), calls)
+    with pytest.raises(GemmCheckFailure) as failure:
+        verify()
+    assert failure.value.category == STALE_OUTPUT
+
+
+@pytest.mark.parametrize("calls", (5, 12, 13, 25))
+def test_a_kernel_that_computes_every_call_passes(numpy_cupy, monkeypatch, calls):
+    _, verify = _timed(monkeypatch, _right, calls)
+    verify()

@@ -1,0 +1,153 @@
+"""Warm-up seen at run time (checks/warmup.py), with no GPU: the stack classification on real
+frames of stand-in modules named like Triton's, Numba's and CuPy's; the parent's clock; and the
+sandbox protocol with fake checks that really spend their time in such frames."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from pytest_gemm.checks.sandbox import DISPATCH_ENV, SandboxClient
+from pytest_gemm.checks.warmup import BUDGET_ENV, WarmupClock, WarmupTimeout, budget_s, classify, stack
+from pytest_gemm.model.categories import GemmCheckFailure
+
+# A function defined in a module of the given name calls ``then`` inside it: its frame's module is
+# that name, as a frame of the real package's is (the watcher reads f_globals["__name__"]).
+STAND_IN = '''
+def {function}(then):
+    return then()
+'''
+
+
+def in_module(module: str, function: str = "run") -> Callable[[Callable[[], Any]], Any]:
+    namespace: dict[str, Any] = {"__name__": module}
+    exec(compile(STAND_IN.format(function=function), f"<{module}>", "exec"), namespace)
+    return namespace[function]
+
+
+def frames_inside(*where: tuple[str, str]) -> list[tuple[str, str]]:
+    """The stack (module, function), outermost first, seen from inside the nested calls ``where``."""
+    seen: list[list[tuple[str, str]]] = []
+
+    def innermost() -> None:
+        seen.append(stack(sys._getframe()))
+
+    call: Callable[[], Any] = innermost
+    for module, function in reversed(where):
+        call = (lambda f, inner: (lambda: f(inner)))(in_module(module, function), call)
+    call()
+    return seen[0]
+
+
+@pytest.mark.parametrize("where, said", [
+    ((("triton.runtime.autotuner", "run"),), "Triton autotuning"),
+    ((("triton.runtime.autotuner", "run"), ("triton.compiler.compiler", "compile")),
+     "Triton autotuning (Triton compiling)"),
+    ((("mylib.ops", "matmul"), ("triton.runtime.jit", "run"), ("triton.compiler.compiler", "compile")),
+     "Triton compiling"),
+    ((("triton.testing", "do_bench"),), "Triton benchmarking a config"),
+    ((("triton.runtime.build", "_build"),), "Triton building its launcher"),
+    ((("numba.cuda.dispatcher", "compile"),), "Numba JIT compiling"),
+    ((("cupy.cuda.compiler", "compile_using_nvrtc"),), "CuPy compiling (NVRTC)"),
+    ((("torch.utils.cpp_extension", "load_inline"),), "building a torch extension"),
+])
+def test_a_warm_up_is_named_by_the_frames_of_the_main_thread(where, said):
+    assert classify(frames_inside(*where)) == said
+
+
+@pytest.mark.parametrize("where", [
+    (),                                              # this test's own frames
+    (("triton.runtime.jit", "run"),),                # launching a compiled Triton kernel: no warm-up
+    (("numba.cuda.dispatcher", "__call__"),),        # calling a compiled Numba kernel
+    (("cupy.cuda.stream", "synchronize"),),          # blocked in a CUDA sync: a hang, if it lasts
+    (("tritonish.compiler", "compile"),),            # a name that only starts like triton's
+])
+def test_running_or_waiting_is_no_warm_up(where):
+    assert classify(frames_inside(*where)) is None
+
+
+def test_the_clock_refunds_the_first_reports_seconds_and_stops_at_its_budget():
+    said: list[str] = []
+    clock = WarmupClock(5.0, said.append)
+    assert clock.event({"event": "lock_wait"}) is None and not clock.warming
+    assert clock.event({"event": "warmup", "what": "Triton autotuning", "seconds": 1.5}) == 1.5
+    assert clock.warming and said == ["warming up: Triton autotuning, 2 s so far (not counted in the check's timeout)"]
+    clock.spend(2.0)
+    with pytest.raises(WarmupTimeout) as timeout:
+        clock.spend(2.0)
+    assert "was still warming up (Triton autotuning) after 5 s (PYTEST_GEMM_WARMUP_TIMEOUT)" in \
+        timeout.value.summary("exact", "64x64x64")
+    assert clock.event({"event": "warmup_end"}) == 0.0 and not clock.warming
+
+
+def test_the_budget_reads_its_environment_variable():
+    assert budget_s({}) == 600.0 and budget_s({BUDGET_ENV: "900"}) == 900.0
+    with pytest.raises(ValueError, match="PYTEST_GEMM_WARMUP_TIMEOUT='soon': expected a number of seconds"):
+        budget_s({BUDGET_ENV: "soon"})
+
+
+# -- the protocol: a child whose check really spends its time in a stand-in compiler's frame --------
+
+KERNELS = '''
+from pytest_gemm import kernel
+
+
+@kernel(name="launcher")
+def launcher(a, b, c):
+    raise AssertionError("the fake dispatcher never launches a kernel")
+'''
+
+DISPATCH = '''
+import time
+
+_SEEN = set()
+_NAMESPACE = {"__name__": "triton.runtime.autotuner"}
+exec("def run(then):\\n    return then()\\n", _NAMESPACE)
+tune = _NAMESPACE["run"]  # a frame of a module named like Triton's autotuner
+
+
+def run_check(kernel, check, shape, params, options, facts):
+    warm, hang = float(params.get("warm", 0)), float(params.get("then", 0))
+    if warm and tuple(shape) not in _SEEN:  # the first call at a shape only, like an autotuner
+        _SEEN.add(tuple(shape))
+        tune(lambda: time.sleep(warm))
+    time.sleep(hang)  # outside any warm-up frame: a hang, if long
+'''
+
+
+@pytest.fixture
+def client(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv(BUDGET_ENV, "6")  # the parent's: it keeps the warm-up's clock
+    (tmp_path / "warm_kernels.py").write_text(KERNELS)
+    (tmp_path / "warm_dispatch.py").write_text(DISPATCH)
+    made = SandboxClient("warm_kernels.py:launcher", 0, str(tmp_path),
+                         env={**os.environ, DISPATCH_ENV: "warm_dispatch:run_check"})
+    said: list[str] = []
+    made.progress = said.append
+    made.said = said  # type: ignore[attr-defined]
+    yield made
+    made.stop()
+
+
+def test_a_first_call_that_tunes_is_not_charged_to_the_checks_timeout(client):
+    client.run("exact", [64, 64, 64], {"warm": 3.0}, {}, timeout=1.0)  # 3 s warm-up, a 1 s budget
+    assert 2.5 <= client.last_warmup_s < 4.0 and client.last_seconds < 1.0
+    assert client.said[0].startswith("warming up: Triton autotuning, ") and client.said[-1].startswith("done warming up")
+    client.run("exact", [64, 64, 64], {"warm": 3.0}, {}, timeout=1.0)  # tuned: no warm-up at that shape again
+    assert client.last_warmup_s == 0.0
+
+
+def test_a_hang_after_a_warm_up_is_still_a_timeout_within_the_checks_budget(client):
+    with pytest.raises(GemmCheckFailure) as failure:
+        client.run("exact", [32, 32, 32], {"warm": 2.0, "then": 120}, {}, timeout=1.5)
+    assert failure.value.category == "timeout" and "did not finish within 1.5 s" in failure.value.summary
+
+
+def test_a_warm_up_past_its_own_budget_is_a_timeout_that_says_so(client):
+    with pytest.raises(GemmCheckFailure) as failure:
+        client.run("exact", [16, 16, 16], {"warm": 120}, {}, timeout=1.0)
+    assert failure.value.category == "timeout"
+    assert "was still warming up (Triton autotuning) after 6 s (PYTEST_GEMM_WARMUP_TIMEOUT)" in failure.value.summary

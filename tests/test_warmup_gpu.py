@@ -1,0 +1,75 @@
+"""Warm-up found at run time, on the GPU (issue 43): Triton's tutorial matmul with its
+autotuner, reached in ways no reading of the launcher's code finds (tests/warmup/launchers.py),
+with cold Triton caches (a fresh TRITON_CACHE_DIR) and default options. Its tuning is seen in
+the kernel's process while it happens (checks/warmup.py), gets its own budget and is never a
+``timeout``; a launcher that never returns still is, within the check's normal budget.
+
+Two runs beside the other GPU tests' (tests/gpu_runs.py): ``warmup-inside`` is the issue's
+target (kernel imported inside the launcher: fp16 and fp32 with ``ieee`` pass, fp32 as published
+is ``precision_too_low``, the whole run <= 180 s); ``warmup-ways`` the other ways (fp16, quick
+shapes, no speed check, to keep the GPU suite within its time) and the launcher that never returns.
+The module-global way is examples/ecosystems/triton_matmul.py (tests/test_ecosystems_gpu.py).
+"""
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gpu_runs import SuiteRun, SuiteRuns
+
+pytestmark = pytest.mark.gemm_gpu
+
+LAUNCHERS = Path(__file__).resolve().parent / "warmup" / "launchers.py"
+INSIDE = {"imported_inside_fp16": ("passed", None), "imported_inside_fp32": ("failed", "precision_too_low"),
+          "imported_inside_fp32_ieee": ("passed", None)}
+WAYS = {"attribute_at_first_call": ("passed", None), "method_of_class": ("passed", None),
+        "wrapper_from_another_package": ("passed", None), "never_returns": ("failed", "timeout")}
+TARGET_S = 180.0  # the issue's bound on the imported-inside run, cold caches, default options
+MISSING = [name for name in ("triton", "torch") if importlib.util.find_spec(name) is None]
+
+
+def _cold() -> tuple[tuple[str, str], ...]:
+    """A Triton cache folder no run has used (Triton creates it): every config compiles."""
+    return (("TRITON_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"gemm-warmup-triton-{uuid.uuid4().hex}")),)
+
+
+SUITE_RUNS = [] if MISSING else [
+    SuiteRun("warmup-inside", tuple(f"{LAUNCHERS}:{name}" for name in INSIDE), options=("-n", "3"),
+             timeout=330, env=_cold()),
+    SuiteRun("warmup-ways", tuple(f"{LAUNCHERS}:{name}" for name in WAYS), select="not speed",
+             options=("-n", "2", "--gemm-shapes", "quick"), timeout=330, env=_cold()),
+]
+
+
+def _entry(suite_runs: SuiteRuns, run: str, name: str) -> tuple[dict[str, Any], Any]:
+    if MISSING:
+        pytest.skip(f"needs {' and '.join(MISSING)} (Triton's tutorial kernel launches through torch)")
+    finished = suite_runs.result(run)
+    assert finished.report is not None, finished.output[-8000:]
+    return finished.entry(name), finished
+
+
+@pytest.mark.parametrize("name", [*INSIDE, *WAYS])
+def test_each_way_gets_its_verdict_and_no_warm_up_is_a_timeout(suite_runs: SuiteRuns, name: str):
+    k, finished = _entry(suite_runs, "warmup-inside" if name in INSIDE else "warmup-ways", name)
+    status, category = {**INSIDE, **WAYS}[name]
+    said = f"{k['verdict']} / {k['primary_category']} ({k['primary_check']}): {k['diagnosis']}; {k['consequences']}"
+    assert (k["verdict"], k["primary_category"]) == (status, category), said
+    if name != "never_returns":
+        assert not any(c["category"] == "timeout" for c in k["checks"]), said
+
+
+def test_the_imported_inside_run_meets_the_issues_time_and_says_it_was_warming_up(suite_runs: SuiteRuns):
+    _, finished = _entry(suite_runs, "warmup-inside", "imported_inside_fp16")
+    assert finished.wall_s <= TARGET_S, f"{finished.wall_s:.1f} s (the issue asks <= {TARGET_S:g} s)"
+
+
+def test_a_launcher_that_never_returns_times_out_within_a_minute(suite_runs: SuiteRuns):
+    k, _ = _entry(suite_runs, "warmup-ways", "never_returns")
+    first = next(c for c in k["checks"] if c["category"] == "timeout")
+    budget = float(first["summary"].split("did not finish within ")[1].split(" s")[0])
+    assert budget < 60, first["summary"]

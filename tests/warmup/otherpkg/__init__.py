@@ -1,0 +1,1 @@
+"""Another package's ops: a matmul wrapper that imports its Triton kernel when first called."""
