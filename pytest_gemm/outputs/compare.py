@@ -226,7 +226,7 @@ def render(c: Comparison) -> list[str]:
                   r.speed.call + (" FAIL" if r.fails else "") + (f" ({r.speed.why})" if r.speed.why else "")]
                  for r in c.rows]
         lines += tabulate(table, headers=["kernel", "shape", "saved ms", "now ms", "change", "95% interval", "call"],
-                          tablefmt="simple").splitlines()
+                          tablefmt="simple", disable_numparse=True).splitlines()
     counts = c.counts()
     band = max((r.speed.band for r in c.rows), default=RUN_NOISE)
     lines.append(f"{len(c.rows)} timings compared ({c.basis}; noise band +-{100 * band:.1f}%, docs/compare.md): "
