@@ -219,3 +219,10 @@ def test_meta_clocks_are_the_first_timed_checks_start_and_the_last_ones_end():
     assert report["meta"]["clocks"] == {"start": {"sm_mhz": 1980, "memory_mhz": 3201},
                                         "end": {"sm_mhz": 1965, "memory_mhz": 3201}}
     assert report["kernels"][0]["timings"][0]["times_ms"][:2] == [round(x, 6) for x in _times(1.0, 1)[:2]]
+
+
+def test_a_report_that_is_not_kept_reads_versions_without_importing_cupy():
+    from pytest_gemm.outputs.meta import versions
+
+    light = versions(probe=False)
+    assert light["pytest_gemm"] and light["cuda_runtime"] is None and light["nvrtc"] is None

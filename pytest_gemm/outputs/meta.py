@@ -25,16 +25,23 @@ def _cuda_version(number: int) -> str | None:
     return f"{number // 1000}.{number % 1000 // 10}" if number > 0 else None
 
 
-@lru_cache(maxsize=1)
-def versions() -> dict[str, str | None]:
-    """The versions this process sees; each None when it cannot be read."""
+@lru_cache(maxsize=2)
+def versions(probe: bool = True) -> dict[str, str | None]:
+    """The versions this process sees; each None when it cannot be read. Without ``probe`` only
+    what the installed packages' metadata says (no CuPy import, no NVRTC, no driver): the
+    report a run hands its hook when it writes no file (a grader's run of each student)."""
     from importlib.metadata import PackageNotFoundError, version
 
     found: dict[str, str | None] = dict.fromkeys(VERSION_KEYS)
-    try:
-        found["pytest_gemm"] = version("pytest-gemm")
-    except PackageNotFoundError:
-        pass
+    for key, dists in (("pytest_gemm", ("pytest-gemm",)), ("cupy", ("cupy-cuda13x", "cupy-cuda12x", "cupy"))):
+        for dist in dists:
+            try:
+                found[key] = version(dist)
+                break
+            except PackageNotFoundError:
+                pass
+    if not probe:
+        return found
     try:
         import cupy
 
@@ -104,14 +111,14 @@ def clock_span(records: Iterable[CheckRecord]) -> dict[str, Any]:
 
 
 def build_meta(command: str | None, cwd: str | None, folders: Iterable[str], gpu: str | None,
-               records: Iterable[CheckRecord] = ()) -> dict[str, Any]:
-    """The report's ``meta`` block (docs/report-schema.md)."""
+               records: Iterable[CheckRecord] = (), probe: bool = True) -> dict[str, Any]:
+    """The report's ``meta`` block (docs/report-schema.md); ``probe``: see ``versions``."""
     commits: list[dict[str, Any]] = []
     for folder in folders:
         state = git_state(folder)
         if state not in commits:
             commits.append(state)
-    return dict(versions(), gpu=gpu, clocks=clock_span(records), command=command, cwd=cwd, kernels=commits)
+    return dict(versions(probe), gpu=gpu, clocks=clock_span(records), command=command, cwd=cwd, kernels=commits)
 
 
 def short_form(meta: dict[str, Any] | None) -> str:

@@ -198,9 +198,10 @@ def build_report(records: Results, device: dict[str, Any] | None,
 
 
 def json_report(run: Results, with_device: bool = True, command: str | None = None, cwd: str | None = None,
-                folders: Any = ()) -> dict[str, Any]:
-    """The JSON report of a run (the device is probed only when asked and a GPU check ran); its
-    meta block names ``command``, ``cwd`` and the commits of the kernels' ``folders``."""
+                folders: Any = (), with_versions: bool | None = None) -> dict[str, Any]:
+    """The JSON report of a run (the device and the CUDA versions are probed only when asked,
+    the device only when a GPU check ran; ``with_versions`` defaults to ``with_device``); its meta
+    block names ``command``, ``cwd`` and the commits of the kernels' ``folders``."""
     from ..kernels.device import probe
     from .meta import build_meta
 
@@ -208,7 +209,8 @@ def json_report(run: Results, with_device: bool = True, command: str | None = No
     ran = any(r.outcome != "skipped" for r in run.records)
     found = probe() if with_device and ran else None
     device = found.as_dict() if found is not None and not isinstance(found, str) else None
-    meta = build_meta(command, cwd, folders, device["name"] if device else None, run.records)
+    meta = build_meta(command, cwd, folders, device["name"] if device else None, run.records,
+                      probe=with_device if with_versions is None else with_versions)
     return build_report(run, device, meta)
 
 
