@@ -10,6 +10,10 @@ import subprocess
 
 import pytest
 
+# At collection, before any test runs: scipy.stats loads numpy.fft, which cannot be loaded again in
+# a process where an earlier test set sys.modules back (the import tests of the plugin's laziness).
+pytest.importorskip("scipy.stats", reason="--gemm-compare needs scipy (the test and compare extras)")
+
 from pytest_gemm.measure.timing import TimingResult, summarize
 from pytest_gemm.outputs.compare import compare, parse_fail, render
 from pytest_gemm.outputs.meta import build_meta, git_state, short_form
