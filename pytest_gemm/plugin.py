@@ -6,7 +6,7 @@ import pytest
 
 from pathlib import Path
 
-from .runner import collection, configure, execution, results
+from .runner import collection, compare, configure, execution, results
 from .runner.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
     gemm_assert_accurate,
     gemm_assert_bit_identical,
@@ -81,6 +81,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write Gradescope's results.json (points per check with partial credit, a leaderboard) "
                          "to PATH, e.g. /autograder/results/results.json; weights from the ini keys gemm_weights, "
                          "gemm_visibility, gemm_performance_threshold")
+    group.addoption("--gemm-compare", default=None, metavar="OLD.json",
+                    help="put each kernel's speed beside a saved run's (a --gemm-report file) and call it same, "
+                         "faster, slower or unsure from both runs' per-call times (docs/compare.md); kernels whose "
+                         "correctness changed are listed first; needs scipy: pip install 'pytest-gemm[compare]'")
+    group.addoption("--gemm-compare-fail", default=None, metavar="PERCENT",
+                    help="with --gemm-compare: fail the run when a kernel is surely slower than in the saved run "
+                         "by more than PERCENT (e.g. 5%%), or became wrong")
     parser.addini("gemm_shapes", default="", help="quick or full (default): like --gemm-shapes")
     parser.addini("gemm_compile_arches", default="",
                   help="claimed (default): the compile check runs for every architecture a kernel claims; device: "
@@ -111,6 +118,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     configure.configure(config)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return compare.report_header(config)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -158,6 +169,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     configure.require_gpu_at_finish(session)
     configure.nothing_compiled_at_finish(session)
     results.write_outputs(session.config)
+    compare.fail_at_finish(session)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -141,6 +141,8 @@ def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any])
     if check == "speed":
         facts.update(timing={"shape": shape, "median_ms": 1.0, "min_ms": 1.0, "spread": 0.0, "tflops": 1.0},
                      fraction_of_cublas=0.5)
+        if os.environ.get("FAKEGPU_SPEED"):
+            facts.update(_fake_times(name, float(os.environ["FAKEGPU_SPEED"]), shape))
     if name == "hang" or (name == "hang_big" and m * n * k > 64 ** 3):
         time.sleep(3600)
     elif name == "harness_oom" or (name == "harness_oom_once" and _ATTEMPTS[0] == 0):
@@ -161,6 +163,21 @@ def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any])
     elif name == "wrong":
         raise GemmCheckFailure("wrong_values", f"{check} at {shape}: rows 0..3 of C are wrong", [])
     return facts
+
+
+def _fake_times(name: str, factor: float, shape: list[int]) -> dict[str, Any]:
+    """``FAKEGPU_SPEED=factor``: 50 per-call times around ``factor`` ms (0.2 % noise, seeded by
+    the kernel's name and ``FAKEGPU_SEED``) and cuBLAS's around 0.5 ms, for --gemm-compare."""
+    import random
+    import statistics
+
+    rng = random.Random(f"{name}-{os.environ.get('FAKEGPU_SEED', '0')}")
+    times = [round(factor * (1 + 0.002 * rng.gauss(0, 1)), 6) for _ in range(50)]
+    cublas = [round(0.5 * (1 + 0.002 * rng.gauss(0, 1)), 6) for _ in range(50)]
+    median, cublas_median = statistics.median(times), statistics.median(cublas)
+    return {"timing": {"shape": shape, "median_ms": median, "min_ms": min(times), "spread": 0.0,
+                       "tflops": 1.0, "times_ms": times},
+            "cublas": {"median_ms": cublas_median, "times_ms": cublas}, "fraction_of_cublas": cublas_median / median}
 
 
 def prepare(kernel: Any) -> None:

@@ -1,4 +1,4 @@
-"""tools/compare_reports.py: timings of two --gemm-report files side by side (no GPU)."""
+"""tools/compare_reports.py: two saved --gemm-report files through --gemm-compare's code (no GPU)."""
 from __future__ import annotations
 
 import json
@@ -6,64 +6,52 @@ import subprocess
 import sys
 from pathlib import Path
 
-from suite_helpers import load_declarations
+from test_compare import _pair, _report, _times
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "compare_reports.py"
 
 
-cr = load_declarations(TOOL, "compare_reports")
-BIG = [4096, 4096, 4096]
+def _tool(tmp_path: Path, old: dict, new: dict, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    return subprocess.run([sys.executable, str(TOOL), str(tmp_path / "old.json"), str(tmp_path / "new.json"), *args],
+                          capture_output=True, text=True, timeout=120)
 
 
-def _report(ms_by_kernel, verdict="passed", shared=()):
-    return {"schema_version": 1, "kernels": [
-        {"name": name, "verdict": verdict, "timings": [
-            {"shape": BIG, "median_ms": ms, "fraction_of_cublas": 1.0 / ms, "gpu_shared": name in shared}]}
-        for name, ms in ms_by_kernel.items()]}
+def test_a_shift_inside_the_noise_passes_and_the_json_says_same(tmp_path):
+    run = _tool(tmp_path, *_pair(0.004), "--out", str(tmp_path / "cmp.json"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 timings compared (time; noise band +-1.0%" in run.stdout and "--fail" not in run.stderr
+    result = json.loads((tmp_path / "cmp.json").read_text())
+    assert {r["call"] for r in result["rows"]} == {"same"} and result["failure"] is None
 
 
-def test_timings_within_tolerance_pass():
-    result = cr.compare(_report({"a": 1.0, "b": 2.0}), _report({"a": 1.01, "b": 1.98}), 0.02)
-    assert result["ok"]
-    assert [r["kernel"] for r in result["rows"]] == ["a", "b"]
-    assert abs(result["worst"]["difference"] - 0.01) < 1e-12
+def test_a_3_percent_slowdown_fails_at_the_default_2_percent_and_passes_at_5(tmp_path):
+    old, new = _pair(0.03)
+    run = _tool(tmp_path, old, new)
+    assert run.returncode == 1 and "slower FAIL" in run.stdout
+    assert _tool(tmp_path, old, new, "--fail", "5%").returncode == 0
+    assert _tool(tmp_path, old, new, "--tolerance", "0.05").returncode == 0
 
 
-def test_a_timing_that_moved_is_outside():
-    result = cr.compare(_report({"a": 1.0, "b": 2.0}), _report({"a": 1.0, "b": 2.1}), 0.02)
-    assert not result["ok"]
-    assert [r["kernel"] for r in result["outside"]] == ["b"]
-    assert "OUTSIDE" in cr.render(result)
+def test_a_kernel_that_became_wrong_fails_and_is_listed_first(tmp_path):
+    old, _ = _pair(0.0)
+    new = _report({"k": _times(1.0, 2), "steady": _times(2.0, 51)}, _times(0.9, 101), wrong=("k",))
+    run = _tool(tmp_path, old, new)
+    assert run.returncode == 1
+    assert run.stdout.splitlines()[1] == "correctness changed:"
+    assert "BECAME WRONG: k: passed -> failed" in run.stdout.splitlines()[2]
 
 
-def test_shared_gpu_rows_are_listed_but_not_held_to_the_tolerance():
-    result = cr.compare(_report({"a": 1.0}), _report({"a": 1.5}, shared={"a"}), 0.02)
-    assert result["ok"] and result["rows"][0]["gpu_shared"]
+def test_nothing_to_compare_is_not_a_pass(tmp_path):
+    assert _tool(tmp_path, {"kernels": []}, {"kernels": []}).returncode == 1
 
 
-def test_a_changed_verdict_fails_and_unmatched_timings_are_named():
-    serial = _report({"a": 1.0, "c": 3.0})
-    parallel = _report({"a": 1.0})
-    parallel["kernels"][0]["verdict"] = "failed"
-    result = cr.compare(serial, parallel, 0.02)
-    assert not result["ok"]
-    assert result["verdicts_changed"] == ["a"]
-    assert result["only_in_serial"] == ["c@4096x4096x4096"]
-
-
-def test_nothing_to_compare_is_not_a_pass():
-    assert not cr.compare(_report({}), _report({}), 0.02)["ok"]
-
-
-def test_command_line_exit_status_and_json(tmp_path):
-    s, p, out = tmp_path / "s.json", tmp_path / "p.json", tmp_path / "cmp.json"
-    s.write_text(json.dumps(_report({"a": 1.0})))
-    p.write_text(json.dumps(_report({"a": 1.005})))
-    run = subprocess.run([sys.executable, str(TOOL), str(s), str(p), "--out", str(out)],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    assert "1 timings compared, 0 outside" in run.stdout
-    assert json.loads(out.read_text())["ok"] is True
-    p.write_text(json.dumps(_report({"a": 1.2})))
-    assert subprocess.run([sys.executable, str(TOOL), str(s), str(p)], capture_output=True).returncode == 1
+def test_a_bad_threshold_or_file_is_refused_with_the_value(tmp_path):
+    run = _tool(tmp_path, *_pair(0.0), "--fail", "2")
+    assert run.returncode == 2 and "--fail '2': expected a percentage above 0" in run.stderr
+    (tmp_path / "bad.json").write_text("{")
+    run = subprocess.run([sys.executable, str(TOOL), str(tmp_path / "bad.json"), str(tmp_path / "bad.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "bad.json" in run.stderr and "not JSON" in run.stderr

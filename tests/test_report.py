@@ -48,7 +48,7 @@ def test_ladder_rungs_timed_for_the_ranking_are_ranked_and_marked():
 def test_json_report_has_schema_verdicts_checks_and_timings():
     records = [_record("k", "exact"), _record("k", "guards", "failed", "out_of_bounds_write"), _speed("k", 3.0, 45.8, 0.9)]
     report = json.loads(json.dumps(build_report(records, {"name": "GPU"})))
-    assert report["schema_version"] == 2 and report["device"] == {"name": "GPU"}
+    assert report["schema_version"] == 3 and report["device"] == {"name": "GPU"}
     (kernel,) = report["kernels"]
     assert kernel["verdict"] == "failed" and kernel["primary_category"] == "out_of_bounds_write"
     assert kernel["primary_check"].startswith("guards") and kernel["consequences"] == []

@@ -43,7 +43,7 @@ def fake_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_the_schema_is_package_data_and_names_every_category():
     assert schema()["$defs"]["category"]["enum"] == list(cat.ALL)
-    assert schema()["properties"]["schema_version"]["const"] == 2
+    assert schema()["properties"]["schema_version"]["const"] == 3
 
 
 def test_a_fake_gpu_runs_report_matches_the_schema(fake_report):

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from ..kernels.autotune import describe_best
 from ..kernels.harness import Harness
 from ..kernels.modules import copy_note
+from ..measure.clocks import read_clocks
 from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
 from .launch_trace import kernel_time, reject_traced_escape
@@ -54,7 +55,9 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
         limits = ceilings(h.device, precision, measured)
         quiet = gpu_quiet(h.device, measured, hold.step_aside)  # no other process's kernels time-slicing with ours
+        clocks_before = read_clocks(h.device)  # the report's meta: the clocks around the timed calls
         timing, verify = timed_run(h, shape, budget_s, problems)  # its warm-up calls tune an autotuner: untimed
+        record({"clocks": {"start": clocks_before, "end": read_clocks(h.device)}})
         record(busy_marked(dict({"timing": dict(timing.as_dict(), shape=list(shape)), "gpu_quiet": quiet},
                                 **roof_facts(h.device, precision, timing, measured))))
         chosen, copied = describe_best(h.kernel), copy_note(h.kernel)

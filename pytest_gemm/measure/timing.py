@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
 ESCAPE_FLOOR_MS = 0.5   # escaped work below this is never flagged (host jitter, tiny shapes)
@@ -43,6 +43,8 @@ class TimingResult:
     escaped_ms: float = 0.0      # upper quartile of the per-call escaped work
     escaped_max_ms: float = 0.0  # the largest per-call escape
     late_launches: int = 0       # calls kept although the launch guard may have run out (launch_guard.py)
+    # every timed call's ms, in call order: what --gemm-compare's statistic reads (outputs/speed_stats.py)
+    times_ms: tuple[float, ...] = field(default=(), repr=False)
 
     @property
     def spread(self) -> float:
@@ -55,13 +57,15 @@ class TimingResult:
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(spread=self.spread, tflops=self.tflops)
+        d.update(spread=self.spread, tflops=self.tflops, times_ms=list(self.times_ms))
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TimingResult":
         """The inverse of ``as_dict`` (derived figures and unknown keys are ignored)."""
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+        kept = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+        kept["times_ms"] = tuple(kept.get("times_ms") or ())
+        return cls(**kept)
 
 
 def _quartiles(ordered: list[float]) -> tuple[float, float]:
@@ -73,7 +77,8 @@ def _quartiles(ordered: list[float]) -> tuple[float, float]:
 
 def summarize(times_ms: list[float], flops: float, escaped_ms: float | list[float] = 0.0,
               late_launches: int = 0) -> TimingResult:
-    """Median, minimum and quartiles of a list of times (pure, testable without a GPU).
+    """Median, minimum and quartiles of a list of times (pure, testable without a GPU); the
+    times themselves are kept in call order (``times_ms``, to the nanosecond).
 
     ``escaped_ms`` is one figure, or the per-call escapes (then their upper
     quartile and maximum are kept)."""
@@ -87,7 +92,7 @@ def summarize(times_ms: list[float], flops: float, escaped_ms: float | list[floa
         escapes = sorted(escaped_ms) or [0.0]
         escaped, escaped_max = _quartiles(escapes)[1], escapes[-1]
     return TimingResult(statistics.median(ordered), ordered[0], q1, q3, len(ordered), flops, escaped,
-                        escaped_max, late_launches)
+                        escaped_max, late_launches, tuple(round(float(t), 6) for t in times_ms))
 
 
 def escaped_work(timing: TimingResult) -> tuple[str, list[str]] | None:

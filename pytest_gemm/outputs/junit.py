@@ -1,7 +1,7 @@
 """JUnit XML (pytest's ``--junitxml``): each check's record travels as its test case's
 ``gemm_result`` property (the teardown report carries it: ``runner/results.py``); at the end of
 the run each kernel's verdict and root cause are added as properties of the test suite
-(``gemm:<kernel>:verdict`` and so on)."""
+(``gemm:<kernel>:verdict`` and so on), and the run's meta block in short form (``gemm:run``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -32,3 +32,14 @@ def add_verdict_properties(config: Any, records: Any) -> None:
         return
     for name, value in verdict_properties(records):
         xml.add_global_property(name, value)
+
+
+def add_run_property(config: Any, meta: dict[str, Any] | None) -> None:
+    """The run's meta block in short form (``outputs/meta.py``) as the ``gemm:run`` property."""
+    from _pytest.junitxml import xml_key
+
+    from .meta import short_form
+
+    xml = config.stash.get(xml_key, None)
+    if xml is not None:
+        xml.add_global_property("gemm:run", short_form(meta))

@@ -16,7 +16,8 @@ from .records import BLAS_ZERO_RULES, RunResults
 
 Results = Any  # RunResults, or records (CheckRecord or their JSON form) to build one from
 
-SCHEMA_VERSION = 2  # 2: verdict, primary_category, diagnosis, consequences, notes per kernel (docs/report-schema.md)
+SCHEMA_VERSION = 3  # 2: verdict, primary_category, diagnosis, consequences, notes per kernel (docs/report-schema.md)
+# 3: the run's meta block; each timing's per-call times (times_ms, cublas_times_ms) and clocks
 
 
 def _timing_entry(r: Any) -> dict[str, Any]:
@@ -29,6 +30,10 @@ def _timing_entry(r: Any) -> dict[str, Any]:
             "gpu_busy": (r.facts.get("gpu_quiet") or {}).get("quiet") is False,
             "autotune": r.facts.get("autotune"),  # the config a Triton autotuner chose, or None
             "result_copy": r.facts.get("result_copy"),  # a module's result copied into C in each timed call
+            # every timed call, in call order: what --gemm-compare's statistic reads (speed_stats.py)
+            "times_ms": list(t.get("times_ms") or []),
+            "cublas_times_ms": list((r.facts.get("cublas") or {}).get("times_ms") or []),
+            "clocks": r.facts.get("clocks"),  # SM and memory clocks just before and after the timed calls
             **timing_trace(r)}  # the traced kernels' GPU time beside the event time (launch_view.py)
 
 
@@ -193,24 +198,34 @@ def root_cause_lines(records: Results) -> list[str]:
     return lines
 
 
-def build_report(records: Results, device: dict[str, Any] | None) -> dict[str, Any]:
+def build_report(records: Results, device: dict[str, Any] | None,
+                 meta: dict[str, Any] | None = None) -> dict[str, Any]:
     from ..measure.roofs import combine_roofs
+    from .meta import build_meta
 
     run = RunResults.build(records)
-    return {"schema_version": SCHEMA_VERSION, "device": device,
+    if meta is None:  # what this process knows: versions, the clocks the speed checks read
+        meta = build_meta(None, None, (), device.get("name") if device else None, run.records)
+    return {"schema_version": SCHEMA_VERSION, "meta": meta, "device": device,
             "roofs": combine_roofs(r.facts.get("roofs") for r in run.records),
             "kernels": list(kernel_summaries(run).values())}
 
 
-def json_report(run: Results, with_device: bool = True) -> dict[str, Any]:
-    """The JSON report of a run (the device is probed only when asked and a GPU check ran)."""
+def json_report(run: Results, with_device: bool = True, command: str | None = None, cwd: str | None = None,
+                folders: Any = (), with_versions: bool | None = None) -> dict[str, Any]:
+    """The JSON report of a run (the device and the CUDA versions are probed only when asked,
+    the device only when a GPU check ran; ``with_versions`` defaults to ``with_device``); its meta
+    block names ``command``, ``cwd`` and the commits of the kernels' ``folders``."""
     from ..kernels.device import probe
+    from .meta import build_meta
 
     run = RunResults.build(run)
     ran = any(r.outcome != "skipped" for r in run.records)
     found = probe() if with_device and ran else None
     device = found.as_dict() if found is not None and not isinstance(found, str) else None
-    return build_report(run, device)
+    meta = build_meta(command, cwd, folders, device["name"] if device else None, run.records,
+                      probe=with_device if with_versions is None else with_versions)
+    return build_report(run, device, meta)
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:

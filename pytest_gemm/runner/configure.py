@@ -216,6 +216,9 @@ def configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     if arches is not None and not require_gpu:
         _check_toolchain(config)
+    from .compare import configure_compare
+
+    configure_compare(config)  # --gemm-compare, --gemm-compare-fail: checked now, not after the run
     if specs and getattr(opt, "gemm_isolation", "process") == "none":
         from ..measure.integrity import pin
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from .compare import COMPARE
 from .state import GRADED_PROPERTY, RESULT_PROPERTY, STATE, is_ladder_entry, is_xdist_worker, state
 
 
@@ -159,10 +160,21 @@ def write_outputs(config: pytest.Config) -> None:
     run = run_results(config)
     for result in run.kernels.values():
         config.hook.pytest_gemm_kernel_result(config=config, result=result)
+    from ..outputs.junit import add_run_property
+    from _pytest.junitxml import xml_key
+
+    from .compare import command_line, compare_at_finish, kernel_folders
+
     path = getattr(config.option, "gemm_report", None)
-    report = json_report(run, with_device=bool(path))  # the device is named only in the written report
+    named = bool(path) or config.stash.get(COMPARE, None) is not None  # the device: in a written or compared report
+    report = json_report(run, with_device=named, command=command_line(config), cwd=str(config.invocation_params.dir),
+                         folders=kernel_folders(config),
+                         # the CUDA versions also for JUnit's gemm:run; not for a grader's plain run
+                         with_versions=named or config.stash.get(xml_key, None) is not None)
     config.hook.pytest_gemm_report(config=config, report=report)
     add_verdict_properties(config, run)
+    add_run_property(config, report["meta"])
+    compare_at_finish(config, report)
     if path:
         write_json(Path(path), report)
     plot = st.plot

@@ -1,0 +1,251 @@
+"""``--gemm-compare OLD.json``: this run beside a saved one, kernel by kernel (also
+``tools/compare_reports.py``, which compares two saved reports with the same code).
+
+Pure (reports in, a ``Comparison`` out), tested with no GPU; the speed call of each kernel is
+``speed_stats.call_speed`` (scipy's bootstrap), documented in docs/compare.md. What is said, in
+order: kernels whose correctness changed (a verdict or root cause that moved), whether the two
+setups differ (GPU, driver, CUDA, CuPy, NVRTC, pytest-gemm; the kernels' commits are shown, not
+counted as a difference), then one row per kernel and shape timed in both runs. On the same GPU
+the per-call times are compared; on two different GPUs each run's times are divided by that
+run's cuBLAS median at the same precision and shape (a fraction of cuBLAS is what travels
+between GPUs), and the comparison says so.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .speed_stats import RUN_NOISE, SLOWER, UNSURE, SpeedCall, call_speed
+
+SETUP_KEYS = (("gpu", "GPU"), ("driver", "driver"), ("driver_cuda", "driver's CUDA"),
+              ("cuda_runtime", "CUDA runtime"), ("cupy", "CuPy"), ("nvrtc", "NVRTC"), ("pytest_gemm", "pytest-gemm"))
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
+
+
+def parse_fail(text: str) -> float:
+    """``--gemm-compare-fail``: ``"5%"`` -> 0.05; anything else raises ValueError naming the value."""
+    match = _PERCENT.match(str(text))
+    value = float(match.group(1)) / 100 if match else None
+    if value is None or not 0 < value < 10:
+        raise ValueError(f"--gemm-compare-fail {text!r}: expected a percentage above 0, e.g. 5% or 2.5% (a kernel "
+                         "surely slower than the saved run by more than that fails the run)")
+    return value
+
+
+def read_report(path: str | Path) -> dict[str, Any]:
+    """A saved ``--gemm-report`` (any schema version); ValueError saying what is wrong."""
+    try:
+        report = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"--gemm-compare {str(path)!r}: cannot read it ({exc.strerror or exc}); give the JSON file "
+                         "a run wrote with --gemm-report") from None
+    except ValueError as exc:
+        raise ValueError(f"--gemm-compare {str(path)!r}: not JSON ({exc}); give the file a run wrote with "
+                         "--gemm-report") from None
+    if not isinstance(report, dict) or not isinstance(report.get("kernels"), list):
+        raise ValueError(f"--gemm-compare {str(path)!r}: not a pytest-gemm report (no 'kernels' list); give the "
+                         "file a run wrote with --gemm-report")
+    return report
+
+
+@dataclass(frozen=True)
+class Change:
+    """A kernel whose correctness differs between the runs."""
+    kernel: str
+    old: str
+    new: str
+    became_wrong: bool
+
+    @property
+    def line(self) -> str:
+        return f"{self.kernel}: {self.old} -> {self.new}"
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    kernel: str
+    shape: tuple[int, ...]
+    old_ms: float
+    new_ms: float
+    speed: SpeedCall
+    fails: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    old_label: str
+    threshold: float | None
+    setup: list[str]                     # how the setups differ (empty: the same)
+    basis: str                           # "time" or "fraction of cuBLAS"
+    changes: list[Change]
+    rows: list[SpeedRow]
+    only_old: list[str] = field(default_factory=list)
+    only_new: list[str] = field(default_factory=list)
+    commits: str = ""
+
+    def counts(self) -> dict[str, int]:
+        out = {"slower": 0, "faster": 0, "same": 0, "unsure": 0}
+        for r in self.rows:
+            out[r.speed.call] += 1
+        return out
+
+    def gate_failure(self) -> str | None:
+        """Why ``--gemm-compare-fail`` fails the run, or None (also None with no threshold)."""
+        if self.threshold is None:
+            return None
+        reasons = [f"{r.kernel} at {'x'.join(map(str, r.shape))} is {100 * (r.speed.ratio - 1):.1f} % slower "
+                   f"(interval {r.speed.low:.4f}..{r.speed.high:.4f})" for r in self.rows if r.fails]
+        reasons += [f"{c.kernel} became wrong ({c.new})" for c in self.changes if c.became_wrong]
+        if not self.rows and not reasons:
+            reasons.append("no kernel was timed in both runs, so nothing was compared")
+        if not reasons:
+            return None
+        return f"--gemm-compare-fail={100 * self.threshold:g}% against {self.old_label}: " + "; ".join(reasons)
+
+
+def _meta(report: dict[str, Any]) -> dict[str, Any]:
+    meta = dict(report.get("meta") or {})
+    if not meta.get("gpu") and isinstance(report.get("device"), dict):
+        meta["gpu"] = report["device"].get("name")
+    return meta
+
+
+def setup_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    if not old.get("meta"):
+        return ["the saved run has no meta block (a report older than schema 3): its setup is unknown"]
+    a, b = _meta(old), _meta(new)
+    return [f"{label} {a.get(key) or '?'} -> {b.get(key) or '?'}" for key, label in SETUP_KEYS
+            if a.get(key) != b.get(key)]
+
+
+def _commits(report: dict[str, Any]) -> str:
+    return ", ".join(c["commit"][:7] + (" (modified)" if c.get("dirty") else "")
+                     for c in (report.get("meta") or {}).get("kernels") or () if c.get("commit")) or "?"
+
+
+def _cause(k: dict[str, Any]) -> str:
+    verdict = str(k.get("verdict") or "?")
+    if verdict == "failed":
+        return f"failed ({k.get('primary_category') or 'failed'}: {k.get('primary_check') or ''}: " \
+               f"{(k.get('diagnosis') or '')[:120]})"
+    return verdict
+
+
+def correctness_changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """Kernels in both runs whose verdict or root cause differs; those that became wrong first."""
+    a = {k["name"]: k for k in old.get("kernels", [])}
+    changes = []
+    for k in new.get("kernels", []):
+        before = a.get(k["name"])
+        if before is None or (before.get("verdict"), before.get("primary_category")) == \
+                (k.get("verdict"), k.get("primary_category")):
+            continue
+        changes.append(Change(k["name"], _cause(before), _cause(k),
+                              k.get("verdict") == "failed" and before.get("verdict") != "failed"))
+    return sorted(changes, key=lambda c: not c.became_wrong)
+
+
+def _timings(report: dict[str, Any]) -> dict[tuple[str, tuple[int, ...]], tuple[dict[str, Any], dict[str, Any]]]:
+    return {(k["name"], tuple(t["shape"])): (k, t) for k in report.get("kernels", [])
+            for t in k.get("timings") or () if t.get("shape") and isinstance(t.get("median_ms"), (int, float))}
+
+
+def _samples(t: dict[str, Any], by_cublas: bool) -> list[float] | str:
+    times = list(t.get("times_ms") or [])
+    if not times:
+        return "no per-call times (a report older than schema 3)"
+    if not by_cublas:
+        return times
+    cublas = t.get("cublas_median_ms")
+    if not isinstance(cublas, (int, float)) or cublas <= 0:
+        return "no cuBLAS time to compare across GPUs"
+    return [x / cublas for x in times]
+
+
+def _band(a: dict[str, Any], b: dict[str, Any], by_cublas: bool) -> float:
+    """The noise band: RUN_NOISE, or how far the reference both runs timed (cuBLAS at this
+    precision and shape) moved between them, when that is more."""
+    if by_cublas:
+        return RUN_NOISE
+    old, new = a.get("cublas_median_ms"), b.get("cublas_median_ms")
+    if isinstance(old, (int, float)) and isinstance(new, (int, float)) and old > 0 and new > 0:
+        return max(RUN_NOISE, abs(new / old - 1.0))
+    return RUN_NOISE
+
+
+def _untrusted(k: dict[str, Any]) -> bool:
+    return k.get("verdict") == "failed" and k.get("primary_category") is not None
+
+
+def compare(old: dict[str, Any], new: dict[str, Any], threshold: float | None = None,
+            old_label: str = "the saved run") -> Comparison:
+    setup = setup_differences(old, new)
+    gpus = (_meta(old).get("gpu"), _meta(new).get("gpu"))
+    by_cublas = bool(old.get("meta")) and gpus[0] != gpus[1]
+    a, b = _timings(old), _timings(new)
+    rows = []
+    for key in [k for k in b if k in a]:
+        (ka, ta), (kb, tb) = a[key], b[key]
+        if _untrusted(ka) or _untrusted(kb):
+            speed = SpeedCall(UNSURE, None, None, None, RUN_NOISE, "a run's verdict failed: its timing is not ranked")
+        elif any(t.get("gpu_shared") or t.get("gpu_busy") for t in (ta, tb)):
+            speed = SpeedCall(UNSURE, None, None, None, RUN_NOISE, "the GPU was shared or busy in a run")
+        else:
+            sa, sb = _samples(ta, by_cublas), _samples(tb, by_cublas)
+            why = sa if isinstance(sa, str) else sb if isinstance(sb, str) else None
+            speed = SpeedCall(UNSURE, None, None, None, RUN_NOISE, why) if why else \
+                call_speed(sa, sb, _band(ta, tb, by_cublas))  # type: ignore[arg-type]
+        rows.append(SpeedRow(key[0], key[1], ta["median_ms"], tb["median_ms"], speed, speed.fails(threshold)))
+    name = lambda key: f"{key[0]} at {'x'.join(map(str, key[1]))}"  # noqa: E731
+    return Comparison(old_label, threshold, setup, "fraction of cuBLAS" if by_cublas else "time",
+                      correctness_changes(old, new), rows, sorted(name(k) for k in a if k not in b),
+                      sorted(name(k) for k in b if k not in a), f"{_commits(old)} -> {_commits(new)}")
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{100 * (x - 1):+.2f}%"
+
+
+def render(c: Comparison) -> list[str]:
+    from tabulate import tabulate
+
+    lines = [f"compared with {c.old_label} (kernels at {c.commits})"]
+    if c.changes:
+        lines.append("correctness changed:")
+        lines += [f"  {'BECAME WRONG: ' if ch.became_wrong else ''}{ch.line}" for ch in c.changes]
+    if c.setup:
+        how = ("speeds compared as fractions of cuBLAS on each GPU" if c.basis != "time"
+               else "speeds compared as times")
+        lines.append(f"the setups differ: {'; '.join(c.setup)}; {how}")
+    if c.rows:
+        table = [[r.kernel, "x".join(map(str, r.shape)), f"{r.old_ms:.4f}", f"{r.new_ms:.4f}", _pct(r.speed.ratio),
+                  "" if r.speed.low is None else f"{_pct(r.speed.low)}..{_pct(r.speed.high)}",
+                  r.speed.call + (" FAIL" if r.fails else "") + (f" ({r.speed.why})" if r.speed.why else "")]
+                 for r in c.rows]
+        lines += tabulate(table, headers=["kernel", "shape", "saved ms", "now ms", "change", "95% interval", "call"],
+                          tablefmt="simple", disable_numparse=True).splitlines()
+    counts = c.counts()
+    band = max((r.speed.band for r in c.rows), default=RUN_NOISE)
+    lines.append(f"{len(c.rows)} timings compared ({c.basis}; noise band +-{100 * band:.1f}%, docs/compare.md): "
+                 + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    for label, names in (("only in the saved run", c.only_old), ("only in this run", c.only_new)):
+        if names:
+            lines.append(f"{label}: {', '.join(names)}")
+    failure = c.gate_failure()
+    if c.threshold is not None:
+        lines.append(f"FAILED {failure}" if failure else f"--gemm-compare-fail={100 * c.threshold:g}%: passed")
+    return lines
+
+
+def as_dict(c: Comparison) -> dict[str, Any]:
+    """The comparison as JSON (tools/compare_reports.py --out)."""
+    return {"old": c.old_label, "threshold": c.threshold, "setup_differs": c.setup, "basis": c.basis,
+            "correctness_changed": [{"kernel": ch.kernel, "old": ch.old, "new": ch.new, "became_wrong": ch.became_wrong}
+                                    for ch in c.changes],
+            "rows": [{"kernel": r.kernel, "shape": list(r.shape), "old_ms": r.old_ms, "new_ms": r.new_ms,
+                      "call": r.speed.call, "ratio": r.speed.ratio, "low": r.speed.low, "high": r.speed.high,
+                      "band": r.speed.band, "why": r.speed.why, "fails": r.fails} for r in c.rows],
+            "only_old": c.only_old, "only_new": c.only_new, "counts": c.counts(), "failure": c.gate_failure()}
