@@ -80,10 +80,21 @@ def connect(address: str | None, jobs: int) -> Iterator[Any]:
         return
     import logging
 
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=jobs, processes=True,
-                                  resources={RESOURCE: jobs}, memory_limit=0, dashboard_address=None,
-                                  silence_logs=logging.ERROR) as local, distributed.Client(local) as client:
-        yield client
+    local = distributed.LocalCluster(n_workers=1, threads_per_worker=jobs, processes=True, resources={RESOURCE: jobs},
+                                     memory_limit=0, dashboard_address=None, silence_logs=logging.ERROR)
+    try:
+        with distributed.Client(local) as client:
+            yield client
+    finally:
+        close_quietly(local)
+
+
+def close_quietly(cluster: Any) -> None:
+    """Close a LocalCluster whose work is done. Closing it while a nanny starts a worker again
+    (after a student brought one down) can raise in Dask's own bookkeeping (a KeyError for the
+    worker just removed): the grades are in by then, and the workers end with this process."""
+    with contextlib.suppress(Exception):
+        cluster.close()
 
 
 def _gpu_resources(dask_scheduler: Any) -> dict[str, float]:
@@ -119,7 +130,8 @@ def check_workers(client: Any, paths: Sequence[str], no_gpu: Callable[[], str | 
         time.sleep(POLL_S)
         slots = gpu_slots(client)
     workers = list(slots)
-    missing = {w: m for w, m in client.run(_missing, list(paths), workers=workers).items() if m}
+    # a worker that cannot be reached now (starting again) is left out: its tasks check the paths too
+    missing = {w: m for w, m in client.run(_missing, list(paths), workers=workers, on_error="ignore").items() if m}
     if missing:
         worker, paths_lost = next(iter(missing.items()))
         raise DaskProblem(f"Dask worker {worker} cannot see {', '.join(paths_lost)}"
@@ -127,7 +139,7 @@ def check_workers(client: Any, paths: Sequence[str], no_gpu: Callable[[], str | 
                           + ": its students could not be graded; put the submissions (and --ini) at the same path "
                             "on every worker (a shared filesystem) and install pytest-gemm there")
     if no_gpu is not None:
-        problems = {w: p for w, p in client.run(no_gpu, workers=workers).items() if p}
+        problems = {w: p for w, p in client.run(no_gpu, workers=workers, on_error="ignore").items() if p}
         if problems:
             worker, problem = next(iter(problems.items()))
             raise DaskProblem(f"Dask worker {worker}: {problem}")
@@ -276,7 +288,7 @@ def grade_all_dask(submissions: Sequence[Submission], grading: StudentGrading, *
         return done
     finally:
         with contextlib.suppress(Exception):
-            client.run(_forget, token)
+            client.run(_forget, token, on_error="ignore")
 
 
 def _deaths(exc: BaseException) -> int:
