@@ -187,11 +187,13 @@ def test_the_class_through_dask_is_compared_with_the_local_pool_on_grades_and_wa
     seen: list = []
 
     def run(cmd, check, env):
-        seen.append(cmd)
+        seen.append((cmd, (env or {}).get("CUPY_CACHE_DIR")))
         Path(cmd[cmd.index("--json") + 1]).write_text(json.dumps({"students": [], "jobs": 12}))
         return subprocess.CompletedProcess(cmd, 0)
 
     monkeypatch.setattr(bench.subprocess, "run", run)
-    bench.grade(tmp_path, tmp_path / "class.json", 12, [], None, scheduler="dask")
-    bench.grade(tmp_path, tmp_path / "local.json", 12, [], None)
-    assert seen[0][seen[0].index("--scheduler") + 1] == "dask" and "--scheduler" not in seen[1]
+    bench.grade(tmp_path, tmp_path / "class.json", 12, [], None, scheduler="dask", cupy_cache=tmp_path / "c1")
+    bench.grade(tmp_path, tmp_path / "local.json", 12, [], None, cupy_cache=tmp_path / "c2")
+    (dask_cmd, dask_cache), (local_cmd, local_cache) = seen
+    assert dask_cmd[dask_cmd.index("--scheduler") + 1] == "dask" and "--scheduler" not in local_cmd
+    assert (dask_cache, local_cache) == (str(tmp_path / "c1"), str(tmp_path / "c2"))  # neither pass warms the other

@@ -89,11 +89,12 @@ def make_class(root: Path, n: int) -> list[tuple[str, str, str]]:
 
 
 def grade(folder: Path, out: Path, jobs: int | None, extra: Sequence[str],
-          timeout: float | None, lock_log: Path | None = None,
-          scheduler: str = "local") -> tuple[dict[str, Any], float, Any]:
+          timeout: float | None, lock_log: Path | None = None, scheduler: str = "local",
+          cupy_cache: Path | None = None) -> tuple[dict[str, Any], float, Any]:
     """Run the gradebook (``jobs`` None: its default; ``lock_log``: the GPU lock's log of this
-    pass, ``PYTEST_GEMM_LOCK_LOG``; ``scheduler``: its --scheduler); (its students by name, wall
-    seconds, the --jobs it used)."""
+    pass, ``PYTEST_GEMM_LOCK_LOG``; ``scheduler``: its --scheduler; ``cupy_cache``: a CuPy kernel
+    cache of this pass's own, so that a second pass of the same class compiles as the first
+    did); (its students by name, wall seconds, the --jobs it used)."""
     cmd = [sys.executable, "-m", "pytest_gemm.grading.gradebook", str(folder), "--ini", str(COURSE / "pytest.ini"),
            "--out", str(out.with_suffix(".csv")), "--json", str(out)]
     if scheduler != "local":
@@ -108,6 +109,8 @@ def grade(folder: Path, out: Path, jobs: int | None, extra: Sequence[str],
     if lock_log is not None:
         lock_log.unlink(missing_ok=True)
         env = dict(os.environ, PYTEST_GEMM_LOCK_LOG=str(lock_log))
+    if cupy_cache is not None:
+        env = dict(env or os.environ, CUPY_CACHE_DIR=str(cupy_cache))
     started = time.monotonic()
     subprocess.run(cmd, check=True, env=env)
     took = time.monotonic() - started
@@ -265,8 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"class of {len(plan)} in {root / 'class'}: "
           + ", ".join(f"{n} {kind}" for kind, n in _counts(plan).items()), flush=True)
     lock_path = root / "class-lock.jsonl" if args.lock_log else None
+    fresh = args.compare_local and args.scheduler != "local"  # each pass compiles every kernel afresh
     rows, took, jobs = grade(root / "class", root / "class.json", args.jobs, extra, args.timeout, lock_path,
-                             args.scheduler)
+                             args.scheduler, root / "cupy-cache-class" if fresh else None)
     print(f"\nCLASS: {len(rows)} students graded in {took:.1f} s with --jobs {jobs} "
           f"({took / max(1, len(rows)):.1f} s per student)" + (f" through {args.scheduler}"
                                                                 if args.scheduler != "local" else ""), flush=True)
@@ -277,7 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "left before --deadline (a smaller --students)")]
         print(f"\nLOCAL: {compared[0][1]}", flush=True)
     elif args.compare_local and args.scheduler != "local":
-        local_rows, local_took, _ = grade(root / "class", root / "local.json", jobs, extra, args.timeout)
+        local_rows, local_took, _ = grade(root / "class", root / "local.json", jobs, extra, args.timeout,
+                                          cupy_cache=root / "cupy-cache-local")
         print(f"\nLOCAL: the same {len(local_rows)} students on the local pool in {local_took:.1f} s with --jobs {jobs}")
         compared = scheduler_targets(rows, took, local_rows, local_took, args.speed_tolerance)
         for ok, line in compared:
