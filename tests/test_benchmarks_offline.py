@@ -165,3 +165,35 @@ def test_the_class_pass_can_log_the_gpu_lock_and_say_where_the_gpu_time_went(tmp
     rows, _, jobs = bench.grade(tmp_path, tmp_path / "class.json", None, [], None, log)
     assert rows == {} and jobs == 12 and seen["env"]["PYTEST_GEMM_LOCK_LOG"] == str(log)
     assert "alone (timed checks): 1 holds, 1.0 s held (67 % of the span)" in bench.lock_summary(log)
+
+
+def test_the_class_through_dask_is_compared_with_the_local_pool_on_grades_and_wall_time(tmp_path, monkeypatch):
+    import json
+    import subprocess
+
+    def row(score, speed_points, fraction, status="graded"):
+        return {"score": score, "checks": {"exact": 40, "speed": speed_points}, "fraction_of_cublas": fraction,
+                "status": status}
+
+    local = {"a": row(95.3, 10.3, 0.206), "b": row(0, 0, None, "timed out")}
+    same = bench.scheduler_targets({"a": row(95.4, 10.4, 0.207), "b": row(0, 0, None, "timed out")}, 110.0,
+                                   local, 100.0, 0.02)
+    assert [ok for ok, _ in same] == [True, True, True]
+    assert "correctness identical for 2, whole score identical for 1" in same[0][1]
+    assert "110.0 s through Dask, 100.0 s on the local pool (x 1.100)" in same[2][1]
+    worse = bench.scheduler_targets({"a": row(95.3, 10.3, 0.206), "b": row(0, 0, None, "crashed")}, 116.0,
+                                    local, 100.0, 0.02)
+    assert [ok for ok, _ in worse] == [False, True, False]  # a status differs; 16 % slower
+    seen: list = []
+
+    def run(cmd, check, env):
+        seen.append((cmd, (env or {}).get("CUPY_CACHE_DIR")))
+        Path(cmd[cmd.index("--json") + 1]).write_text(json.dumps({"students": [], "jobs": 12}))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    bench.grade(tmp_path, tmp_path / "class.json", 12, [], None, scheduler="dask", cupy_cache=tmp_path / "c1")
+    bench.grade(tmp_path, tmp_path / "local.json", 12, [], None, cupy_cache=tmp_path / "c2")
+    (dask_cmd, dask_cache), (local_cmd, local_cache) = seen
+    assert dask_cmd[dask_cmd.index("--scheduler") + 1] == "dask" and "--scheduler" not in local_cmd
+    assert (dask_cache, local_cache) == (str(tmp_path / "c1"), str(tmp_path / "c2"))  # neither pass warms the other

@@ -15,6 +15,10 @@ their out-of-bounds writes race), and prints one line per target: the class in
 ``--speed-tolerance`` (0.5 %), the second pass's correctness scores identical. Exit status 1
 when a target is missed. Needs a GPU (without one every score is 0, and the comparisons
 still run).
+
+``--scheduler dask --compare-local`` grades the class through Dask (the gradebook's own
+LocalCluster, ``docs/distributed.md``), then again on the local pool with the same ``--jobs``, and
+adds issue 47's lines: identical grades, Dask's wall time within 15 % of the local pool's.
 """
 from __future__ import annotations
 
@@ -85,11 +89,16 @@ def make_class(root: Path, n: int) -> list[tuple[str, str, str]]:
 
 
 def grade(folder: Path, out: Path, jobs: int | None, extra: Sequence[str],
-          timeout: float | None, lock_log: Path | None = None) -> tuple[dict[str, Any], float, Any]:
+          timeout: float | None, lock_log: Path | None = None, scheduler: str = "local",
+          cupy_cache: Path | None = None) -> tuple[dict[str, Any], float, Any]:
     """Run the gradebook (``jobs`` None: its default; ``lock_log``: the GPU lock's log of this
-    pass, ``PYTEST_GEMM_LOCK_LOG``); (its students by name, wall seconds, the --jobs it used)."""
+    pass, ``PYTEST_GEMM_LOCK_LOG``; ``scheduler``: its --scheduler; ``cupy_cache``: a CuPy kernel
+    cache of this pass's own, so that a second pass of the same class compiles as the first
+    did); (its students by name, wall seconds, the --jobs it used)."""
     cmd = [sys.executable, "-m", "pytest_gemm.grading.gradebook", str(folder), "--ini", str(COURSE / "pytest.ini"),
            "--out", str(out.with_suffix(".csv")), "--json", str(out)]
+    if scheduler != "local":
+        cmd += ["--scheduler", scheduler]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
     if timeout is not None:
@@ -100,6 +109,8 @@ def grade(folder: Path, out: Path, jobs: int | None, extra: Sequence[str],
     if lock_log is not None:
         lock_log.unlink(missing_ok=True)
         env = dict(os.environ, PYTEST_GEMM_LOCK_LOG=str(lock_log))
+    if cupy_cache is not None:
+        env = dict(env or os.environ, CUPY_CACHE_DIR=str(cupy_cache))
     started = time.monotonic()
     subprocess.run(cmd, check=True, env=env)
     took = time.monotonic() - started
@@ -203,6 +214,27 @@ def targets(took: float, jobs: Any, n: int, by_kind: dict[str, dict[str, float]]
     return out
 
 
+def scheduler_targets(rows: dict[str, Any], took: float, local_rows: dict[str, Any], local_took: float,
+                      tolerance: float, wall_limit: float = 1.15) -> list[tuple[bool, str]]:
+    """(met, one line) for the class graded through Dask against the same class on the local pool
+    (issue 47): identical grades (every correctness score and status; the speed points follow
+    the measured speed, compared within ``tolerance``) and a wall time within ``wall_limit`` of
+    the local pool's."""
+    lines = compare(rows, local_rows, tolerance)
+    same = sum(x["same_correctness"] for x in lines)
+    scores = sum(x["class_score"] == x["solo_score"] for x in lines)
+    within = sum(x["speed_within"] for x in lines)
+    worst = max((abs(x["speed_ratio"] - 1.0) for x in lines if x["speed_ratio"] is not None), default=0.0)
+    ratio = took / local_took if local_took else float("inf")
+    return [(same == len(lines) == len(rows), f"dask grades: {len(lines)} students graded through Dask and on the "
+                                              f"local pool: correctness identical for {same}, whole score "
+                                              f"identical for {scores}"),
+            (within == len(lines), f"dask speed: within {100 * tolerance:g} % of the local pool's for {within} of "
+                                   f"{len(lines)} (worst {100 * worst:.2f} %)"),
+            (ratio <= wall_limit, f"dask wall: {took:.1f} s through Dask, {local_took:.1f} s on the local pool "
+                                  f"(x {ratio:.3f}); target <= x {wall_limit:g}")]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from pytest_gemm.grading.gradebook import split_passthrough
 
@@ -222,6 +254,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--deadline", type=float, default=None, help="seconds from the start after which no further "
                    "pass begins: the solo and second passes are skipped, saying so, when their estimate does not fit")
     p.add_argument("--out", default=None, help="folder for the class and the gradebooks (default: a temp dir)")
+    p.add_argument("--scheduler", choices=("local", "dask"), default="local", help="the class pass's gradebook "
+                   "--scheduler (default local; dask: a LocalCluster on this machine, pip install 'pytest-gemm[dask]')")
+    p.add_argument("--compare-local", action="store_true", help="with --scheduler dask: grade the same class "
+                   "again on the local pool, with the same --jobs, and compare grades and wall times (issue 47: "
+                   "identical grades, Dask within 15 %% of the local pool's wall time)")
     p.add_argument("--lock-log", action="store_true", help="log the GPU lock's holds of the class pass "
                    "(OUT/class-lock.jsonl) and print where its GPU time went (tools/lock_log.py)")
     args = p.parse_args(args_in)
@@ -231,9 +268,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"class of {len(plan)} in {root / 'class'}: "
           + ", ".join(f"{n} {kind}" for kind, n in _counts(plan).items()), flush=True)
     lock_path = root / "class-lock.jsonl" if args.lock_log else None
-    rows, took, jobs = grade(root / "class", root / "class.json", args.jobs, extra, args.timeout, lock_path)
+    fresh = args.compare_local and args.scheduler != "local"  # each pass compiles every kernel afresh
+    rows, took, jobs = grade(root / "class", root / "class.json", args.jobs, extra, args.timeout, lock_path,
+                             args.scheduler, root / "cupy-cache-class" if fresh else None)
     print(f"\nCLASS: {len(rows)} students graded in {took:.1f} s with --jobs {jobs} "
-          f"({took / max(1, len(rows)):.1f} s per student)", flush=True)
+          f"({took / max(1, len(rows)):.1f} s per student)" + (f" through {args.scheduler}"
+                                                                if args.scheduler != "local" else ""), flush=True)
+    compared: list[tuple[bool, str]] = []
+    left = None if args.deadline is None else args.deadline - (time.monotonic() - began)
+    if args.compare_local and args.scheduler != "local" and left is not None and took > left:
+        compared = [(False, f"dask: the local pass skipped: about {took:.0f} s would not fit in the {left:.0f} s "
+                            "left before --deadline (a smaller --students)")]
+        print(f"\nLOCAL: {compared[0][1]}", flush=True)
+    elif args.compare_local and args.scheduler != "local":
+        local_rows, local_took, _ = grade(root / "class", root / "local.json", jobs, extra, args.timeout,
+                                          cupy_cache=root / "cupy-cache-local")
+        print(f"\nLOCAL: the same {len(local_rows)} students on the local pool in {local_took:.1f} s with --jobs {jobs}")
+        compared = scheduler_targets(rows, took, local_rows, local_took, args.speed_tolerance)
+        for ok, line in compared:
+            print(f"  {'MET ' if ok else 'MISSED'}  {line}", flush=True)
     by_kind = time_by_kind(rows, plan)
     print("\nWHERE THE SECONDS WENT (means per student of each kind; start.*: the kernel process start-ups)")
     for kind, line in by_kind.items():
@@ -281,8 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {line['student']}: first {line['class_score']:g} ({line['class_status']}), second "
                       f"{line['solo_score']:g} ({line['solo_status']})  CORRECTNESS DIFFERS")
     met = targets(took, jobs, len(rows), by_kind, solo, again, args.speed_tolerance, args.class_limit,
-                  args.student_limit)
-    print("\nTARGETS (issue 26)")
+                  args.student_limit) + compared
+    print("\nTARGETS (issue 26" + (", and 47's Dask lines" if compared else "") + ")")
     for ok, line in met:
         print(f"  {'MET ' if ok else 'MISSED'}  {line}")
     print(f"\nRESULT: {sum(ok for ok, _ in met)} of {len(met)} targets met; files in {root}")

@@ -24,7 +24,10 @@
 #                                       # gradebook's default --jobs (CLASS_JOBS sets one), CLASS_SOLO (3) graded again
 #                                       # alone, CLASS_AGAIN (25, every wrong one first) graded a second time; one
 #                                       # MET/MISSED line per target; at most CLASS_LIMIT (570) s, about 8 min: a call
-#                                       # of its own (the whole class twice, CLASS_AGAIN=100 CLASS_SOLO=0, is ~10 min)
+#                                       # of its own (the whole class twice, CLASS_AGAIN=100 CLASS_SOLO=0, is ~10 min);
+#                                       # CLASS_SCHEDULER=dask grades the class through Dask (a LocalCluster) and
+#                                       # again on the local pool, and compares (issue 47), with the Dask wheels
+#                                       # carried in .whl/ when the machine has no Dask (docs/distributed.md)
 #   bash tools/gpu_session.sh course    # the course example (examples/course, 5 students) with the gradebook's
 #                                       # defaults, as its README gives it: target <= 90 s  ~1.5 min
 #   bash tools/gpu_session.sh cutlass   # CUTLASS's own mma.sync GEMMs (tools/cutlass_sm80, built beforehand and
@@ -213,16 +216,28 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       # configuration (the full suite) and the gradebook's defaults (CLASS_JOBS sets --jobs), then
       # CLASS_SOLO (3) of them one at a time and CLASS_AGAIN (25) a second time
       n="${CLASS_SIZE:-100}"; jobs=(); [ -n "${CLASS_JOBS:-}" ] && jobs=(--jobs "$CLASS_JOBS")
+      sched=()
+      if [ "${CLASS_SCHEDULER:-local}" = dask ]; then
+        # Dask distributed and what it needs beyond the machine's packages, installed apart from them
+        if ! python3 -c "import distributed" 2>/dev/null && compgen -G ".whl/distributed-*.whl" > /dev/null; then
+          install_apart /tmp/gemm-dask-site .whl/dask-*.whl .whl/distributed-*.whl .whl/tblib-*.whl .whl/zict-*.whl \
+            .whl/tornado-*.whl .whl/locket-*.whl .whl/partd-*.whl .whl/cloudpickle-*.whl .whl/toolz-*.whl 2>&1 | tail -2
+          export PYTHONPATH="/tmp/gemm-dask-site${PYTHONPATH:+:$PYTHONPATH}"
+        fi
+        python3 -c "import distributed; print('dask: distributed', distributed.__version__)" 2>&1 | tail -1
+        sched=(--scheduler dask --compare-local)
+      fi
       rm -rf /tmp/gemm-class
       walled "class of $n" "${CLASS_LIMIT:-570}" python3 tools/class_benchmark.py --students "$n" "${jobs[@]}" \
         --solo "${CLASS_SOLO:-3}" --again "${CLASS_AGAIN:-25}" --deadline "$(( ${CLASS_LIMIT:-570} - 15 ))" \
-        --lock-log --out /tmp/gemm-class > "$out/class.txt" 2>&1
-      cp /tmp/gemm-class/class.json /tmp/gemm-class/solo.json /tmp/gemm-class/again.json "$out/" 2>/dev/null
+        "${sched[@]}" --lock-log --out /tmp/gemm-class > "$out/class.txt" 2>&1
+      cp /tmp/gemm-class/class.json /tmp/gemm-class/solo.json /tmp/gemm-class/again.json \
+        /tmp/gemm-class/local.json "$out/" 2>/dev/null
       # the GPU lock's holds of the class pass, kept even when the stage's limit cut the run
       if cp /tmp/gemm-class/class-lock.jsonl "$out/" 2>/dev/null && [ ! -f "$out/class.json" ]; then
         python3 tools/lock_log.py "$out/class-lock.jsonl" >> "$out/class.txt" 2>&1
       fi
-      grep -E "^(CLASS|SOLO|AGAIN|RESULT|TARGETS|WHERE|GPU LOCK)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting|alone|draining|held|shared|presumed)|DIFFERS|OUT OF" \
+      grep -E "^(CLASS|LOCAL|SOLO|AGAIN|RESULT|TARGETS|WHERE|GPU LOCK)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting|alone|draining|held|shared|presumed)|DIFFERS|OUT OF" \
         "$out/class.txt" | tail -45
       ;;
     course)

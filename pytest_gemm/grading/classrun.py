@@ -23,10 +23,12 @@ import tempfile
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..measure.run_cache import CACHE_ENV
+from .gradescope import GradingConfig
 from .processes import run_with_limit
 from .students import (DEFAULT_TIMEOUT, ERROR, GRADED, CommandBuilder, Runner, StudentResult, grade_one,
                        harness_failed, load_grading_config)
@@ -108,6 +110,49 @@ def _measurement_env(env: dict[str, str] | None, share: bool) -> Iterator[dict[s
     yield base
 
 
+@contextlib.contextmanager
+def class_env(env: dict[str, str] | None, share: bool, jobs: int) -> Iterator[dict[str, str]]:
+    """The environment of a class's students graded ``jobs`` at a time on this machine: ``env``
+    (default: this process's) with the class's measurement folder (``share``) and each
+    student's share of the CPU cores (``thread_limits``)."""
+    with _measurement_env(env, share) as base:
+        base.update(thread_limits(base, jobs, cpu_cores()))
+        yield base
+
+
+@dataclass(frozen=True)
+class StudentGrading:
+    """How each student of a class is graded: ``grade`` is the one per-student call of both the
+    local pool (``grade_all``) and the Dask scheduler's tasks (``dask_scheduler.py``), which
+    carry this (picklable) to their workers."""
+
+    attr: str
+    timeout: float
+    check_timeout: float | None
+    ini: Path | None
+    extra_args: tuple[str, ...]
+    max_score: float
+    config: GradingConfig
+    runner: Runner = run_with_limit
+    command_builder: CommandBuilder = build_command
+    log_dir: Path | None = None
+
+    @classmethod
+    def of_class(cls, *, attr: str = "kernel", timeout: float = DEFAULT_TIMEOUT, check_timeout: float | None = None,
+                 ini: Path | None = None, extra_args: Sequence[str] = (), runner: Runner = run_with_limit,
+                 command_builder: CommandBuilder = build_command, log_dir: Path | None = None) -> "StudentGrading":
+        config = load_grading_config(ini)
+        return cls(attr, timeout, check_timeout, ini, tuple(extra_args), config.max_score(), config, runner,
+                   command_builder, log_dir)
+
+    def grade(self, sub: Submission, env: dict[str, str], gpu: str | None = None) -> StudentResult:
+        """Grade ``sub`` with ``env`` (on ``gpu``, when given: its ``CUDA_VISIBLE_DEVICES``)."""
+        run_env = dict(env, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else env
+        return grade_one(sub, attr=self.attr, timeout=self.timeout, check_timeout=self.check_timeout, ini=self.ini,
+                         extra_args=self.extra_args, max_score=self.max_score, config=self.config,
+                         runner=self.runner, command_builder=self.command_builder, env=run_env, log_dir=self.log_dir)
+
+
 def grade_all(submissions: Sequence[Submission], *, attr: str = "kernel", timeout: float = DEFAULT_TIMEOUT,
               check_timeout: float | None = None, ini: Path | None = None,
               extra_args: Sequence[str] = (), jobs: int = 1, runner: Runner = run_with_limit,
@@ -117,19 +162,16 @@ def grade_all(submissions: Sequence[Submission], *, attr: str = "kernel", timeou
               share_measurements: bool = True) -> list[StudentResult]:
     """Grade every submission (``jobs`` at a time, spread over ``gpus``: default, the visible
     ones), in the submissions' order."""
-    with _measurement_env(env, share_measurements) as base_env:
-        base_env.update(thread_limits(base_env, jobs, cpu_cores()))
-        config = load_grading_config(ini)
-        fallback_max = config.max_score()
+    with class_env(env, share_measurements, jobs) as base_env:
+        grading = StudentGrading.of_class(attr=attr, timeout=timeout, check_timeout=check_timeout, ini=ini,
+                                          extra_args=extra_args, runner=runner, command_builder=command_builder,
+                                          log_dir=log_dir)
         slots = GpuSlots(_visible_gpus() if gpus is None else gpus)
 
         def one(sub: Submission, report: bool = True) -> StudentResult:
             gpu = slots.acquire()
-            run_env = dict(base_env, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else base_env
             try:
-                result = grade_one(sub, attr=attr, timeout=timeout, check_timeout=check_timeout, ini=ini,
-                                   extra_args=extra_args, max_score=fallback_max, config=config, runner=runner,
-                                   command_builder=command_builder, env=run_env, log_dir=log_dir)
+                result = grading.grade(sub, base_env, gpu)
             finally:
                 slots.release(gpu)
             if report and progress is not None and not harness_failed(result):
@@ -141,22 +183,31 @@ def grade_all(submissions: Sequence[Submission], *, attr: str = "kernel", timeou
         else:
             with ThreadPoolExecutor(max_workers=jobs) as pool:
                 results = list(pool.map(one, submissions))
-        for i, (sub, result) in enumerate(zip(submissions, results)):
-            if harness_failed(result):  # again, alone on the GPU
-                again = one(sub, report=False)
-                if harness_failed(again):
-                    again.status = ERROR
-                    again.reason = ("error: the grader ran out of GPU memory in some checks twice (once with the "
-                                    "others, once alone): not the kernel's fault; grade this student again on a "
-                                    "free GPU" + (f"; {again.reason}" if again.reason else ""))
-                else:
-                    again.reason = "graded again alone (the grader ran out of GPU memory the first time)" + \
-                        (f"; {again.reason}" if again.reason else "")
-                results[i] = again
-                if progress is not None:
-                    progress(again)
-        _usual_max_score(results)
+        finish(results, submissions, lambda sub: one(sub, report=False), progress)
         return results
+
+
+def finish(results: list[StudentResult], submissions: Sequence[Submission],
+           alone: Callable[[Submission], StudentResult],
+           progress: Callable[[StudentResult], None] | None = None) -> None:
+    """A class's rows once every student has run, whichever scheduler ran them: a student whose
+    run had a check the harness could not run is graded again ``alone`` (the others done), and
+    rows with no results of their own get the usual max score."""
+    for i, (sub, result) in enumerate(zip(submissions, results)):
+        if harness_failed(result):  # again, alone on the GPU
+            again = alone(sub)
+            if harness_failed(again):
+                again.status = ERROR
+                again.reason = ("error: the grader ran out of GPU memory in some checks twice (once with the "
+                                "others, once alone): not the kernel's fault; grade this student again on a "
+                                "free GPU" + (f"; {again.reason}" if again.reason else ""))
+            else:
+                again.reason = "graded again alone (the grader ran out of GPU memory the first time)" + \
+                    (f"; {again.reason}" if again.reason else "")
+            results[i] = again
+            if progress is not None:
+                progress(again)
+    _usual_max_score(results)
 
 
 def _usual_max_score(results: list[StudentResult]) -> None:

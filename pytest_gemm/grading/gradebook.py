@@ -1,7 +1,8 @@
 """Grade a folder of submissions, one pytest process per student, into one gradebook.
 
     python -m pytest_gemm.grading.gradebook SUBMISSIONS_DIR --attr kernel --out gradebook.csv \\
-        --json gradebook.json [--timeout S] [--jobs N] [--ini pytest.ini] [--allow-no-gpu] [-- extra pytest args]
+        --json gradebook.json [--timeout S] [--jobs N] [--ini pytest.ini] [--allow-no-gpu] \\
+        [--scheduler dask [--address ADDR]] [-- extra pytest args]
 
 Each student is a subfolder holding ``kernel.py`` (``--file``) or a single
 ``NAME.py`` file. Each runs as its own ``python -m pytest --gemm-kernel
@@ -16,8 +17,8 @@ refuses to grade (exit status 2, one line why) unless ``--allow-no-gpu`` asks fo
 
 The pieces: ``submissions.py`` (finding them, the pytest command), ``processes.py``
 (the wall-clock limit), ``students.py`` (one student's row), ``classrun.py`` (the
-class, jobs and GPUs), ``gradebook_files.py`` (CSV, JSON, summary); this module is
-the command line.
+class, jobs and GPUs), ``dask_scheduler.py`` (the class on Dask distributed, ``--scheduler dask``),
+``gradebook_files.py`` (CSV, JSON, summary); this module is the command line.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from .classrun import GpuSlots, cpu_cores, default_jobs, grade_all
+from .classrun import GpuSlots, StudentGrading, cpu_cores, default_jobs, grade_all
 from .gradebook_files import check_columns, clip, summary_table, write_csv, write_json
 from .gradescope import GradingConfig
 from .processes import RunOutcome, kill_tree, run_with_limit
@@ -102,6 +103,14 @@ def make_parser() -> argparse.ArgumentParser:
                         "class, by the first speed check, under the GPU-wide lock; each student's own kernel is "
                         "always timed in its own run)")
     p.add_argument("--logs", default=None, metavar="DIR", help="write each student's pytest output to DIR/STUDENT.log")
+    p.add_argument("--scheduler", choices=("local", "dask"), default="local",
+                   help="who runs the students: 'local', a pool on this machine (the default), or 'dask', one Dask "
+                        "distributed task per student asking its worker for a GPU resource (docs/distributed.md; "
+                        "pip install 'pytest-gemm[dask]'): a LocalCluster on this machine, or --address's cluster")
+    p.add_argument("--address", default=None, metavar="ADDR",
+                   help="with --scheduler dask: the Dask scheduler to grade on (e.g. tcp://head-node:8786); its "
+                        "workers' GPU resources set how many students run at once (default: a LocalCluster here "
+                        "with --jobs GPU slots)")
     p.add_argument("--allow-no-gpu", action="store_true",
                    help="grade even when this machine has no usable GPU: every GPU check is then skipped and "
                         "scores 0, so every student gets the points of the compile checks only; without this "
@@ -167,7 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no submissions in {str(root)!r}: expected one subfolder holding {args.file} "
                      "(or one .py file) per student")
 
-    problem = None if args.allow_no_gpu else no_gpu_problem()
+    if args.address and args.scheduler != "dask":
+        parser.error(f"--address {args.address!r} names a Dask scheduler: add --scheduler dask")
+    if args.address and args.jobs is not None:
+        parser.error("--jobs sets the students graded at once on this machine; with --address the Dask workers' "
+                     "GPU resources set it (dask worker ADDR --nthreads N --resources GPU=N): drop --jobs")
+    problem = None if args.allow_no_gpu or args.scheduler == "dask" else no_gpu_problem()  # dask: on each worker
     if problem is not None:
         print(f"gradebook: not grading: {problem}; every GPU check would be skipped and score 0. Run it on the "
               "grading machine's GPU, or pass --allow-no-gpu to grade the compile checks only (zeros for the rest)",
@@ -179,15 +193,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = default_jobs(len(visible_gpu_ids()), cpu_cores())
     else:
         jobs = args.jobs
+    where = f"with --jobs {jobs}"
     started = time.monotonic()
 
     def progress(r: StudentResult) -> None:
         print(f"[{time.monotonic() - started:6.1f} s] {r.student}: {r.status}, {r.score:g} / {r.max_score:g}"
               f" in {r.elapsed_s:.1f} s" + (f" ({clip(r.reason)})" if r.reason else ""), flush=True)
 
-    results = grade_all(submissions, attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
-                        ini=ini, extra_args=extra, jobs=jobs, log_dir=Path(args.logs) if args.logs else None,
-                        progress=progress, share_measurements=not args.measure_each)
+    log_dir = Path(args.logs).resolve() if args.logs else None
+    if args.scheduler == "dask":
+        from .dask_scheduler import DaskProblem, grade_class
+
+        grading = StudentGrading.of_class(attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
+                                          ini=ini, extra_args=extra, log_dir=log_dir)
+        try:
+            results, jobs, where = grade_class(submissions, grading, address=args.address, jobs=jobs,
+                                               no_gpu=None if args.allow_no_gpu else no_gpu_problem,
+                                               share_measurements=not args.measure_each, progress=progress)
+        except DaskProblem as exc:
+            print(f"gradebook: not grading: {exc}", file=sys.stderr)
+            return 2
+        where = "on " + where
+    else:
+        results = grade_all(submissions, attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
+                            ini=ini, extra_args=extra, jobs=jobs, log_dir=log_dir,
+                            progress=progress, share_measurements=not args.measure_each)
     columns = check_columns(results, config)
     write_csv(Path(args.out), results, columns)
     if args.json:
@@ -195,12 +225,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "submissions_dir": str(root.resolve()), "attr": args.attr, "timeout_s": args.timeout,
             "check_timeout_s": args.check_timeout, "ini": str(ini) if ini else None, "pytest_args": extra,
             "measurements": "each run" if args.measure_each else "once per GPU for the class", "jobs": jobs,
-            "columns": columns})
+            "scheduler": args.scheduler, "columns": columns})
     print()
     print(summary_table(results))
     print(f"\ngradebook: {args.out}" + (f", {args.json}" if args.json else "")
           + f" ({len(results)} students, " + ", ".join(f"{n} {s}" for s, n in Counter(r.status for r in results).items())
-          + f"; {time.monotonic() - started:.1f} s with --jobs {jobs})")
+          + f"; {time.monotonic() - started:.1f} s {where})")
     return 0
 
 
