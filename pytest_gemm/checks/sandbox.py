@@ -48,6 +48,7 @@ from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 
 from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
+from .sandbox_confine import confined_command
 
 OUTPUT_LIMIT = 1500  # characters of the child's output quoted in a failure
 LOAD_TIMEOUT = 120.0     # seconds to start the child and import the kernel's module
@@ -83,9 +84,10 @@ class SandboxClient:
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
         env["PYTHONUNBUFFERED"] = "1"  # a print just before os._exit() or a crash still reaches the log
         self._spawned = time.monotonic()
+        cmd, confined = confined_command(cmd, self.spec, self.rootdir, env)  # none unless asked
         self.proc = subprocess.Popen(cmd, pass_fds=(to_child_r, from_child_w), stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                     cwd=self.rootdir, start_new_session=True)
+                                     cwd=self.rootdir, start_new_session=True, **confined)
         os.close(to_child_r)
         os.close(from_child_w)
         self.writer = os.fdopen(to_child_w, "w", buffering=1)

@@ -161,6 +161,7 @@ def write_outputs(config: pytest.Config) -> None:
         config.hook.pytest_gemm_kernel_result(config=config, result=result)
     path = getattr(config.option, "gemm_report", None)
     report = json_report(run, with_device=bool(path))  # the device is named only in the written report
+    report["confinement"] = st.confinement  # kernels/confine.py: what the kernels' processes ran under
     config.hook.pytest_gemm_report(config=config, report=report)
     add_verdict_properties(config, run)
     if path:
@@ -180,4 +181,4 @@ def write_outputs(config: pytest.Config) -> None:
 
         write_results(Path(gradescope), run, st.grading, graded=st.graded,
                       kernels=[str(k.name) for k in st.kernels] if st.user_kernels else None,
-                      execution_time=time.monotonic() - st.started)
+                      execution_time=time.monotonic() - st.started, confinement=st.confinement)
