@@ -100,6 +100,13 @@ def _limits() -> Callable[[], None]:
     return apply
 
 
+def scratch_env(scratch: str) -> dict[str, str]:
+    """HOME, TMPDIR and the compile caches (CuPy, Triton, XDG) in the scratch: the grader's own
+    would be outside the confinement, so a cache named there could not be written."""
+    return {"HOME": scratch, "TMPDIR": scratch, "XDG_CACHE_HOME": f"{scratch}/.cache",
+            "CUPY_CACHE_DIR": f"{scratch}/.cupy", "TRITON_CACHE_DIR": f"{scratch}/.triton"}
+
+
 def scratch_bytes() -> int:
     return max(1, _env_int(SCRATCH_MB_ENV, DEFAULT_SCRATCH_MB)) * 2 ** 20
 
@@ -255,7 +262,9 @@ def _bubblewrap(cmd: Sequence[str], ro: list[str], rw: list[str], chdir: Path) -
         out += ["--ro-bind", path, path]
     for path in rw:
         out += ["--bind", path, path]
-    out += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--chdir", str(chdir), "--"]
+    for name, value in scratch_env("/tmp").items():
+        out += ["--setenv", name, value]
+    out += ["--chdir", str(chdir), "--"]
     uid = sandbox_uid()
     if uid is not None:
         out += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",

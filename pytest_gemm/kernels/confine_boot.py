@@ -43,7 +43,9 @@ def main(argv: list[str]) -> int:
     plan = json.loads(argv[0])
     cmd = argv[argv.index("--") + 1:]
     _mount_tmpfs(plan["scratch"], int(plan["scratch_bytes"]))
-    os.environ.update(HOME=plan["scratch"], TMPDIR=plan["scratch"])
+    from .confine import scratch_env
+
+    os.environ.update(scratch_env(plan["scratch"]))
     os.chdir(plan["chdir"])
     restrict(plan)
     os.execvp(cmd[0], cmd)

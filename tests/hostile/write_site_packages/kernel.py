@@ -7,11 +7,22 @@ from pytest_gemm import kernel
 
 SUCCEEDED = False
 
+import sysconfig
+import tempfile
+
 import pytest_gemm
-for path in (pytest_gemm.__file__, os.path.join(os.path.dirname(os.__file__), "site-packages", "gemm_hostile.pth")):
+
+try:
+    os.close(os.open(pytest_gemm.__file__, os.O_WRONLY | os.O_APPEND))  # opened for writing: nothing written
+    SUCCEEDED = True
+except OSError:
+    pass
+for folder in {sysconfig.get_paths()["purelib"], os.path.dirname(os.path.dirname(pytest_gemm.__file__))}:
     try:
-        with open(path, "a"):
-            SUCCEEDED = True  # opened for appending: nothing is written, the access is the point
+        fd, path = tempfile.mkstemp(dir=folder, prefix="gemm_hostile_", suffix=".pth")
+        os.close(fd)
+        os.remove(path)  # created (a .pth there runs at every Python start): the point is made, nothing is left
+        SUCCEEDED = True
     except OSError:
         pass
 
