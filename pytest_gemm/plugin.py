@@ -72,6 +72,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-isolation", choices=("process", "none"), default="process",
                     help="process (default): each kernel runs in a child process, so a fault, hang or exit() "
                          "costs only its own check; none: run kernels inside the pytest process")
+    group.addoption("--gemm-confine", choices=("auto", "bubblewrap", "landlock", "none"), default=None,
+                    help="confine every process that runs the kernels' code (docs/security.md): auto (the strongest "
+                         "this machine allows), bubblewrap, landlock or none; default none, auto with "
+                         "--gemm-gradescope or gemm_require_confinement; the modules are then imported only there")
     group.addoption("--gemm-ladder", action="store_true", default=False,
                     help="with --gemm-kernel: also time the reference ladder's rungs and cuBLAS (at the precisions "
                          "under test) at the bench shape and rank them beside the kernels under test (it takes "
@@ -93,6 +97,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   help="claimed (default): the compile check runs for every architecture a kernel claims; device: "
                        "on a machine with a GPU only for that GPU's own (a grader's choice: its GPU checks run "
                        "there), and for every claimed one where there is no GPU")
+    parser.addini("gemm_require_confinement", default="",
+                  help="bubblewrap, landlock or none: refuse to grade (exit status 4, a Gradescope failure) unless "
+                       "submitted code runs under at least this confinement")
     parser.addini("gemm_kernels", type="linelist", default=[],
                   help="kernel specs under test, one per line (like --gemm-kernel)")
     parser.addini("gemm_require_gpu", default="",

@@ -412,6 +412,7 @@ def test_a_bad_marker_is_a_usage_error(pytester: pytest.Pytester):
 @wired
 def test_a_spec_error_still_writes_results_that_say_why(pytester: pytest.Pytester):
     pytester.makepyfile(mine="x = 1")
+    pytester.path.chmod(0o755)  # graded confined: run by root, the submission is read as a user of its own
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gemm-kernel", "mine.py:kernel",
                                            "--gemm-gradescope", "results.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

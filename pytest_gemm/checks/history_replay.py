@@ -106,7 +106,7 @@ def main(argv: list[str]) -> int:
 
     if rootdir not in sys.path:
         sys.path.insert(0, rootdir)
-    kernel = load_spec(spec, Path(rootdir))[int(index)]
+    kernel = load_spec(spec, Path(rootdir), each=True)[int(index)]
     h = harness_for(kernel, require_device())
     problem = random_inputs(int(m), int(n), int(k), precision=kernel.precision, distribution="uniform",
                             seed=int(seed))

@@ -17,10 +17,9 @@ their own limit and are reported as such, so a check's timeout measures the chec
 Each reply carries the check's duration in the child (``last_seconds``); where a start-up's
 seconds went (the process, importing the kernel, waiting for the GPU lock, CUDA's context,
 compiling, loading) is kept in ``last_start``, a check's lock waits in ``last_lock_wait_s``.
-A check that takes the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is not the
-check's time and does not count towards its timeout. ``run`` takes a
-``guard``, a context manager held only while the check itself runs (the GPU-wide lock of
-``measure/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel;
+A check that takes the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is
+not the check's time nor in its timeout. ``run`` takes a ``guard``, held only while the check itself
+runs (``measure/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel;
 either is presumed hung after ``hold_s`` / ``startup_hold_s`` (``_PresumeHung``: the hold ends,
 its mark keeps timings off the GPU until the check ends). The child's side, its memory release
 between checks and its out-of-memory retry, is ``checks/sandbox_child.py``.
@@ -48,6 +47,7 @@ from typing import Any, Callable, ContextManager
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
+from .sandbox_confine import confined_command
 from .warmup import WarmupTimeout
 
 OUTPUT_LIMIT = 1500  # characters of the child's output quoted in a failure
@@ -85,9 +85,10 @@ class SandboxClient:
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
         env["PYTHONUNBUFFERED"] = "1"  # a print just before os._exit() or a crash still reaches the log
         self._spawned = time.monotonic()
+        cmd, confined = confined_command(cmd, self.spec, self.rootdir, env)  # none unless asked
         self.proc = subprocess.Popen(cmd, pass_fds=(to_child_r, from_child_w), stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                     cwd=self.rootdir, start_new_session=True)
+                                     cwd=self.rootdir, start_new_session=True, **confined)
         os.close(to_child_r)
         os.close(from_child_w)
         self.writer = os.fdopen(to_child_w, "w", buffering=1)

@@ -320,7 +320,7 @@ def child(read_fd: int, write_fd: int) -> None:
 
                 if request["rootdir"] not in sys.path:
                     sys.path.insert(0, request["rootdir"])
-                kernel = load_spec(request["spec"], Path(request["rootdir"]))[request["index"]]
+                kernel = load_spec(request["spec"], Path(request["rootdir"]), each=True)[request["index"]]
                 send({"status": "ok", "seconds": time.perf_counter() - started,
                       "since_start_s": time.monotonic() - STARTED})
                 continue

@@ -327,9 +327,13 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
 
 def write_results(path: str | Path, records: Any, config: GradingConfig | None = None, *,
                   graded: Sequence[Any] = (), kernels: Sequence[str] | None = None,
-                  execution_time: float | None = None) -> dict[str, Any]:
-    """Build the results and write them to ``path`` (parents created); returns them."""
+                  execution_time: float | None = None, confinement: str | None = None) -> dict[str, Any]:
+    """Build the results and write them to ``path`` (parents created); returns them. ``confinement``:
+    what the submission's processes ran under (kernels/confine.py), said in the output and extra_data."""
     result = build_results(records, config, graded=graded, kernels=kernels, execution_time=execution_time)
+    if confinement is not None:
+        result.setdefault("extra_data", {}).setdefault("pytest_gemm", {})["confinement"] = confinement
+        result["output"] = (str(result.get("output") or "") + f"\nsubmitted code ran confined by: {confinement}").strip()
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(result, indent=2, default=str))

@@ -96,6 +96,9 @@ def autotuners(fn: Callable[..., Any]) -> list[Any]:
 
 def autotunes(kernel: Any) -> bool:
     """A Python launcher (``PyKernel``) that reaches a Triton autotuner."""
+    declared = getattr(kernel, "declared_tuning", None)  # read in the kernel's own process (kernels/declared.py)
+    if declared is not None:
+        return bool(declared[0])
     fn = getattr(kernel, "fn", None)
     return fn is not None and bool(autotuners(fn))
 
@@ -125,6 +128,9 @@ def tuning_allowance(kernel: Any) -> float:
     """Seconds a check of ``kernel`` may spend tuning a new shape: ``SECONDS_PER_CONFIG`` per config
     of each autotuner it reaches (0 for a kernel that does not autotune), so a first meeting with a
     shape is not mistaken for a hang."""
+    declared = getattr(kernel, "declared_tuning", None)
+    if declared is not None:
+        return float(declared[1])
     fn = getattr(kernel, "fn", None)
     if fn is None:
         return 0.0

@@ -163,8 +163,16 @@ def in_child(spec: str, index: int, shape: tuple[int, int, int], rootdir: str,
     """:func:`call` on the kernel ``spec`` names (its ``index``-th), in a child process."""
     cmd = [sys.executable, "-m", "pytest_gemm.kernels.dry_run", spec, str(index), *map(str, shape)]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no GPU work in a dry run, even on a GPU machine
+    from . import confine
+    from .declared import absolute_spec, spec_folder
+
+    folder = spec_folder(spec, Path(rootdir))
+    if confine.active() != "none":  # it starts in the spec's folder
+        cmd[3] = absolute_spec(spec, Path(rootdir))
+    cmd = confine.command(cmd, readable=[folder], chdir=folder)  # unchanged unless the run is confined
     try:
-        done = subprocess.run(cmd, cwd=rootdir, env=env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, cwd=rootdir, env=env, capture_output=True, text=True, timeout=timeout,
+                              start_new_session=True, **confine.popen_kwargs())
     except subprocess.TimeoutExpired:
         return DryResult(HUNG, "", f"did not return within {timeout:g} s with stand-in arrays")
     for line in reversed(done.stdout.splitlines()):
@@ -201,7 +209,7 @@ def main(argv: list[str]) -> int:
     from .loader import load_spec
 
     rootdir = Path.cwd()
-    kernel = load_spec(spec, rootdir)[index]
+    kernel = load_spec(spec, rootdir, each=True)[index]
     result = call(kernel.fn, kernel.precision, (m, n, k), kernel.takes_alpha_beta)  # type: ignore[union-attr]
     sys.stdout.write("\n" + json.dumps(asdict(result)) + "\n")
     sys.stdout.flush()

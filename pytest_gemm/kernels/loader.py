@@ -181,8 +181,10 @@ def _as_kernels(spec: str, attr: str, value: Any) -> list[GemmKernel]:
     return kernels
 
 
-def load_spec(spec: str, rootdir: Path | None = None) -> list[GemmKernel]:
-    """The kernels a spec names, each validated."""
+def load_spec(spec: str, rootdir: Path | None = None, each: bool = False) -> list[GemmKernel]:
+    """The kernels a spec names, each validated. With ``each``, a kernel whose declaration is
+    wrong is a ``declared.BadDeclaration`` carrying its message (its tests fail with it, the
+    others run) instead of ending the whole spec."""
     rootdir = (rootdir or Path.cwd()).resolve()
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
@@ -213,27 +215,41 @@ def load_spec(spec: str, rootdir: Path | None = None) -> list[GemmKernel]:
                                   init_inputs=getattr(module, "get_init_inputs", None))
         except GemmSpecError as exc:
             raise GemmSpecError(f"--gemm-kernel {spec!r}: {exc}") from None
-    kernels = _as_kernels(spec, attr, value)
+    kernels: list[Any] = _as_kernels(spec, attr, value)
     for index, k in enumerate(kernels):
         try:
             k.validate()
         except GemmSpecError as exc:
-            raise GemmSpecError(f"--gemm-kernel {spec!r}: {exc}") from None
+            if not each:
+                raise GemmSpecError(f"--gemm-kernel {spec!r}: {exc}") from None
+            from .declared import BadDeclaration
+
+            k = kernels[index] = BadDeclaration(str(k.name), f"--gemm-kernel {spec!r}: {exc}")
         k.origin_spec = (spec, index)  # how a sandbox process finds the same kernel again
     return kernels
 
 
-def load_specs(specs: list[str], rootdir: Path | None = None) -> list[GemmKernel]:
-    """Kernels of all specs, with unique display names (a repeated name gets a suffix)."""
+def load_specs(specs: list[str], rootdir: Path | None = None, in_child: bool = False) -> list[GemmKernel]:
+    """Kernels of all specs, with unique display names (a repeated name gets a suffix). A kernel
+    whose declaration is wrong is a ``BadDeclaration`` (its tests fail, the others run), unless
+    every kernel is: then there is nothing to test, and the first one's message ends the run.
+    ``in_child``: the specs are imported by a confined child process, never by this one."""
+    from .declared import is_bad, read_in_child
+
     kernels: list[GemmKernel] = []
     seen: dict[str, int] = {}
-    for spec in specs:
-        for k in load_spec(spec, rootdir):
-            count = seen.get(str(k.name), 0)
-            seen[str(k.name)] = count + 1
-            if count:
-                origin = k.origin_spec
-                k = dataclasses.replace(k, name=f"{k.name}-{count + 1}")
-                k.origin_spec = origin
-            kernels.append(k)
+    root = (rootdir or Path.cwd()).resolve()
+    loaded = [k for spec in specs for k in (
+        read_in_child(spec, root) if in_child and not spec.startswith(SHIPPED_PREFIX)  # ours: trusted
+        else load_spec(spec, root, each=True))]
+    if loaded and all(is_bad(k) for k in loaded):
+        raise GemmSpecError(loaded[0].message)  # type: ignore[union-attr]
+    for k in loaded:
+        count = seen.get(str(k.name), 0)
+        seen[str(k.name)] = count + 1
+        if count:
+            renamed = dataclasses.replace(k, name=f"{k.name}-{count + 1}")
+            renamed.__dict__.update((a, v) for a, v in vars(k).items() if a not in vars(renamed))  # origin_spec, ...
+            k = renamed
+        kernels.append(k)
     return kernels

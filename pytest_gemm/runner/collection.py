@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ..checks import registry
-from ..checks.cases import build_cases, skip_reason
+from ..checks.cases import GemmCase, build_cases, skip_reason
 from ..model.contract import short_id
 from .state import is_ladder_entry, kernels_under_test, ladder_for_ranking, state
 
@@ -63,11 +63,16 @@ def _params(config: pytest.Config, check: registry.Check, marker: pytest.Mark) -
     params = marker.kwargs.get("params") or check.params
     per_kernel = bool(marker.kwargs.get("per_kernel", check.per_kernel))  # one test per kernel: <check>-<kernel>
     when = marker.kwargs.get("when")
-    kernels = [k for k in kernels_under_test(config) if check.applies is None or check.applies(k)]
+    from ..kernels.declared import is_bad
+
+    under_test = kernels_under_test(config)
+    bad = [k for k in under_test if is_bad(k)]  # one test per check, failing with the declaration's message
+    kernels = [k for k in under_test if not is_bad(k) and (check.applies is None or check.applies(k))]
     cases = [case for k in kernels for case in build_cases(check.name, [k], _shapes(config, check, given, k), params, when)]
     if check.name == "speed":  # ranked with the ladder: its rungs are timed in the same run
         cases += build_cases(check.name, ladder_for_ranking(config), _shapes(config, check, given, None), params)
-    values = []
+    values = [pytest.param(GemmCase(check.name, k, (1, 1, 1)), id=f"{check.name}-{short_id(str(k.name))}-declaration")
+              for k in bad]
     for case in cases:
         reason = None if per_kernel else skip_reason(case.kernel, case.shape)  # a sweep skips sizes itself
         marks = [pytest.mark.skip(reason=reason)] if reason else []

@@ -223,11 +223,14 @@ def configure(config: pytest.Config) -> None:
         from ..measure.integrity import pin
 
         pin(gpu=True)  # the kernels run here: what their modules replace from now on is seen (tamper detection)
+    from .confinement import choose
+
+    confinement = choose(config, lambda reason: _gradescope_failure(config, grading, reason))
     if specs:
         from ..kernels.loader import load_specs
 
-        try:
-            kernels = load_specs(specs, Path(config.invocation_params.dir))
+        try:  # confined: a child imports the submission, this process never does (kernels/declared.py)
+            kernels = load_specs(specs, Path(config.invocation_params.dir), in_child=confinement != "none")
         except GemmSpecError as exc:
             _gradescope_failure(config, grading, str(exc))
             raise pytest.UsageError(str(exc)) from None
@@ -256,6 +259,11 @@ def configure(config: pytest.Config) -> None:
                                     # a grader scores the student's own checks only
                                     rank_ladder=bool(specs) and not getattr(opt, "gemm_gradescope", None)
                                     and bool(getattr(opt, "gemm_ladder", False)))
+    config.stash[STATE].confinement = confinement
+    config.stash[STATE].grading_run = bool(getattr(opt, "gemm_gradescope", None))
+    from .confinement import note
+
+    note(config.stash[STATE], config)
     if shapes == "auto" and not is_xdist_worker(config):
         _note_autotuned(config.stash[STATE])
     if active:  # before anything in this worker touches CUDA

@@ -131,6 +131,14 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
         record_facts(request.node, facts)
 
     def run(params: dict | None = None) -> dict:
+        from ..kernels.declared import is_bad
+
+        if is_bad(kernel):  # its declaration is wrong: it is not run, and says why
+            from ..model import categories as cat
+            from ..model.categories import GemmCheckFailure
+
+            raise GemmCheckFailure(cat.LAUNCH_ERROR, kernel.message,
+                                   ["the kernel was not run: its declaration is wrong (the other kernels are tested)"])
         no_gpu = None
         try:
             device = require_device()

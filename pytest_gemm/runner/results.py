@@ -171,6 +171,7 @@ def write_outputs(config: pytest.Config) -> None:
                          folders=kernel_folders(config),
                          # the CUDA versions also for JUnit's gemm:run; not for a grader's plain run
                          with_versions=named or config.stash.get(xml_key, None) is not None)
+    report["confinement"] = st.confinement  # kernels/confine.py: what the kernels' processes ran under
     config.hook.pytest_gemm_report(config=config, report=report)
     add_verdict_properties(config, run)
     add_run_property(config, report["meta"])
@@ -192,4 +193,4 @@ def write_outputs(config: pytest.Config) -> None:
 
         write_results(Path(gradescope), run, st.grading, graded=st.graded,
                       kernels=[str(k.name) for k in st.kernels] if st.user_kernels else None,
-                      execution_time=time.monotonic() - st.started)
+                      execution_time=time.monotonic() - st.started, confinement=st.confinement)

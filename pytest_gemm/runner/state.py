@@ -47,6 +47,8 @@ class GemmState:
     active: bool = False               # a gemm option or ini key is set (else the plugin stays inert)
     require_gpu: bool = False          # --gemm-require-gpu / gemm_require_gpu: no GPU check ran -> failed
     pinned: bool = False               # this xdist worker's GPU was chosen
+    confinement: str = "none"          # kernels/confine.py: what submitted code runs under (runner/confinement.py)
+    grading_run: bool = False          # --gemm-gradescope: the terminal names the confinement even when none
 
 
 STATE = pytest.StashKey[GemmState]()

@@ -1,0 +1,80 @@
+"""A wrong declaration costs its own kernel (issue 43, item 3): its tests fail with the one-line
+message, every other kernel of the run is tested, the exit status is non-zero. And with
+``--gemm-confine``, declarations are read in a child and come back as data (kernels/declared.py)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import fakegpu
+from pytest_gemm.kernels import confine
+from pytest_gemm.kernels.declared import BadDeclaration, describe, rebuild
+from pytest_gemm.model.contract import CudaKernel, PyKernel
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def fake(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    shutil.copy(HERE / "declarations" / "one_bad.py", pytester.path / "one_bad.py")
+    pytester.path.chmod(0o755)  # a confined child runs as a user of its own when the tests run as root
+    for key, value in fakegpu.env(pytester.path).items():
+        monkeypatch.setenv(key, value)
+    return pytester
+
+
+@pytest.mark.parametrize("confined", ["none", "auto"])
+def test_one_bad_declaration_fails_its_own_tests_and_the_others_run(fake, confined):
+    result = fake.runpytest_subprocess("-p", "fakegpu", "-p", "no:cacheprovider", "--gemm-kernel",
+                                       "one_bad.py:KERNELS", "--gemm-shapes", "quick", "--gemm-report", "r.json",
+                                       "--gemm-confine", confined, "-k", "exact or launch")
+    assert result.ret == 1, result.stdout.str()
+    kernels = {k["name"]: k for k in json.loads((fake.path / "r.json").read_text())["kernels"]}
+    assert kernels["ok"]["verdict"] == kernels["ok0"]["verdict"] == "passed", kernels
+    bad = kernels["bad"]
+    assert bad["verdict"] == "failed" and all(c["outcome"] == "failed" for c in bad["checks"]), bad
+    assert {c["check"] for c in bad["checks"]} == {"exact", "launch"}  # one test per check, not per shape
+    message = bad["checks"][0]["message"]
+    assert "one_bad.py:KERNELS" in message and "bf16" in message and "__half" in message, message
+    out = result.stdout.str()
+    assert "exact-bad-declaration FAILED" in out.replace("::test_check[", " ").replace("] ", " ") or \
+        "exact-bad-declaration" in out
+
+
+def test_a_run_whose_every_kernel_is_wrong_still_ends_with_the_message(fake):
+    (fake.path / "only_bad.py").write_text((HERE / "declarations" / "one_bad.py").read_text()
+                                           + "\nONLY = [bad]\n")
+    result = fake.runpytest_subprocess("-p", "fakegpu", "--gemm-kernel", "only_bad.py:ONLY")
+    assert result.ret == 4
+    assert "bf16" in result.stderr.str()
+
+
+def test_a_declaration_crosses_as_data_and_comes_back_the_same():
+    k = CudaKernel(source='extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, int N, '
+                          'int K) {}', entry="mm", block=(16, 16), grid=lambda m, n, k: (1, 1, 1), name="g",
+                   multiple_of=(4, 1, 1))
+    k.validate()
+    k.origin_spec = ("x.py:k", 0)
+    back = rebuild(json.loads(json.dumps(describe(k))))
+    assert isinstance(back, CudaKernel) and back.multiple_of == (4, 1, 1) and back.origin_spec == ("x.py:k", 0)
+    with pytest.raises(RuntimeError, match="own .confined. process"):
+        back.launch_grid(8, 8, 8)  # the grid callable stayed in the kernel's process
+    py = PyKernel(lambda a, b, c, alpha, beta: None, precision="fp16", name="p")
+    again = rebuild(describe(py))
+    assert isinstance(again, PyKernel) and again.takes_alpha_beta and again.precision == "fp16"
+
+
+def test_forged_declaration_data_is_a_bad_declaration_not_a_crash():
+    forged = {"kind": "cuda", "name": "x", "source": "", "entry": "", "block": [4096], "origin_spec": ["s", 0]}
+    assert isinstance(rebuild(forged), BadDeclaration)
+    assert isinstance(rebuild({"kind": "rm -rf", "origin_spec": ["s", 0]}), BadDeclaration)
+
+
+def test_asking_for_a_confinement_this_machine_lacks_is_refused(fake, monkeypatch):
+    monkeypatch.setenv(confine.BWRAP_ENV, str(fake.path / "no-such-bwrap"))
+    result = fake.runpytest_subprocess("-p", "fakegpu", "--gemm-kernel", "one_bad.py:KERNELS",
+                                       "--gemm-confine", "bubblewrap")
+    assert result.ret == 4 and "PYTEST_GEMM_BWRAP" in result.stderr.str()

@@ -1,0 +1,112 @@
+"""Hostile submissions of ours (tests/hostile/<attack>/kernel.py), graded by the gradebook beside
+honest ones on the fake GPU (tests/fakegpu.py: no GPU needed), under each confinement this
+machine offers (docs/security.md). Each hostile kernel is wrong on purpose and names itself
+"ok" (which the fake GPU passes) only when its attack worked, so a forged grade shows.
+
+In every case: the honest students' gradebook rows are byte for byte those of a run without the
+hostile ones, each hostile one scores what a wrong kernel scores, nothing it started is left
+running (its daemon's delay is cut from 20 s to 3 s so that the test waits it out), the files
+it tried to forge and the installed package are as they were, and the gradebook finishes."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import fakegpu
+import pytest_gemm
+from pytest_gemm.kernels import confine
+
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+ATTACKS = sorted(p.name for p in HOSTILE.iterdir() if (p / "kernel.py").is_file())
+HONEST = {"alice": "ok", "bob": "wrong"}
+LEVELS = [pytest.param(level, marks=pytest.mark.skipif(confine.why_not(level) is not None,
+                                                          reason=f"{level}: {confine.why_not(level)}"))
+          for level in ("bubblewrap", "landlock")]
+
+
+def _submissions(root: Path, hostile: bool) -> Path:
+    subs = root / ("with-hostile" if hostile else "honest")
+    for name, fake in HONEST.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / "kernel.py").write_text(fakegpu.FAKE_KERNELS + f"\nkernel = {fake}\n")
+    for name in ATTACKS if hostile else ():
+        shutil.copytree(HOSTILE / name, subs / name)
+    for folder in [root, subs, *subs.iterdir()]:
+        folder.chmod(0o755)  # a confined child run by root reads them as a user of its own
+    return subs
+
+
+def _server() -> tuple[int, list[bytes]]:
+    """A server on 127.0.0.1 that keeps what it is sent."""
+    got: list[bytes] = []
+    srv = socket.create_server(("127.0.0.1", 0))
+    srv.settimeout(1)
+
+    def serve() -> None:
+        for _ in range(600):
+            try:
+                conn, _ = srv.accept()
+                got.append(conn.recv(100))
+                conn.close()
+            except OSError:
+                continue
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1], got
+
+
+def _leftovers(marker: str) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(entry)
+        except OSError:
+            pass
+    return found
+
+
+def _grade(tmp_path: Path, subs: Path, level: str, port: int) -> dict[str, list[str]]:
+    out = tmp_path / f"{subs.name}.csv"
+    env = fakegpu.env(tmp_path, GEMM_HOSTILE_DELAY_S="3", GEMM_HOSTILE_FORKS="1500", GEMM_HOSTILE_FILL_MB="128",
+                      GEMM_HOSTILE_PORT=str(port), PYTEST_GEMM_SCRATCH_MB="64")
+    done = subprocess.run([sys.executable, "-m", "pytest_gemm.grading.gradebook", str(subs), "--out", str(out),
+                           "--jobs", "2", "--timeout", "240", "--", "-p", "fakegpu", "--gemm-shapes", "quick",
+                           "-k", "exact or launch", "--gemm-confine", level],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with out.open() as fh:
+        return {row[0]: row for row in csv.reader(fh)}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_hostile_submissions_change_no_grade_but_their_own(tmp_path, level):
+    package = Path(pytest_gemm.__file__)
+    before = hashlib.sha256(package.read_bytes()).hexdigest()
+    port, received = _server()
+    baseline = _grade(tmp_path, _submissions(tmp_path, hostile=False), level, port)
+    subs = _submissions(tmp_path, hostile=True)
+    rows = _grade(tmp_path, subs, level, port)
+    time.sleep(5)  # the daemon's 3 s delay, and more: it must be gone, and have forged nothing
+    for name in HONEST:
+        assert rows[name] == baseline[name], (name, rows[name], baseline[name])
+    wrong = baseline["bob"]
+    for name in ATTACKS:
+        if name == "fork_bomb" and level == "landlock" and os.geteuid() == 0:
+            continue  # Linux does not count root's processes: documented in docs/security.md
+        assert rows[name][1:-1] == wrong[1:-1], (name, rows[name], wrong)  # all but the reason
+    assert "999" not in (tmp_path / f"{subs.name}.csv").read_text()  # the forged score reached no file
+    assert not _leftovers(str(subs)), "processes a submission started outlived its grading"
+    assert received == [], "a submission reached a server on 127.0.0.1"
+    assert hashlib.sha256(package.read_bytes()).hexdigest() == before
+    assert not list(Path(sysconfig.get_paths()["purelib"]).glob("gemm_hostile_*"))
