@@ -185,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[{time.monotonic() - started:6.1f} s] {r.student}: {r.status}, {r.score:g} / {r.max_score:g}"
               f" in {r.elapsed_s:.1f} s" + (f" ({clip(r.reason)})" if r.reason else ""), flush=True)
 
+    extra = [*extra, "--gemm-allow-no-gpu"] if args.allow_no_gpu else extra  # each run refuses otherwise
     results = grade_all(submissions, attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
                         ini=ini, extra_args=extra, jobs=jobs, log_dir=Path(args.logs) if args.logs else None,
                         progress=progress, share_measurements=not args.measure_each)

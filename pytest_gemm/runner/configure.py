@@ -85,7 +85,8 @@ def _first_compiling_arch(kernels: list[GemmKernel]) -> None:
             except GemmCompileError as exc:
                 first = first or exc
         if first is not None:
-            raise pytest.UsageError(str(first))
+            spec = (getattr(k, "origin_spec", None) or (None,))[0]
+            raise pytest.UsageError(f"--gemm-kernel {spec}: {first}" if spec else str(first))
 
 
 def _grading(config: pytest.Config) -> Any:
@@ -163,6 +164,25 @@ def _check_require_gpu(config: pytest.Config, arches: list[str] | None, grading:
         reason = f"--gemm-require-gpu: {found}; {REQUIRE_GPU_HINT}"
         _gradescope_failure(config, grading, reason)
         pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
+
+
+def _refuse_to_grade_without_gpu(config: pytest.Config) -> None:
+    """--gemm-gradescope with no usable GPU: exit 1 and write no results.json (as the gradebook
+    refuses), so a broken grading machine never scores every student 0. With the sandbox's
+    dispatch test hook set the checks need no GPU (as ``gradebook.no_gpu_problem``)."""
+    import os
+
+    from ..checks.sandbox_child import DISPATCH_ENV
+
+    if is_xdist_worker(config) or os.environ.get(DISPATCH_ENV):
+        return
+    from ..kernels.device import probe
+
+    found = probe()
+    if isinstance(found, str):
+        pytest.exit(f"--gemm-gradescope: not grading: {found}; every GPU check would be skipped and score 0. "
+                    "Fix the grading machine's GPU (nvidia-smi; the CuPy extra matching its driver), or pass "
+                    "--gemm-allow-no-gpu to grade the compile checks only", returncode=pytest.ExitCode.TESTS_FAILED)
 
 
 def _check_toolchain(config: pytest.Config) -> None:
@@ -256,6 +276,8 @@ def configure(config: pytest.Config) -> None:
     if require_gpu:
         _check_require_gpu(config, arches, grading)
     elif specs and arches is None:
+        if getattr(opt, "gemm_gradescope", None) and not getattr(opt, "gemm_allow_no_gpu", False):
+            _refuse_to_grade_without_gpu(config)
         _check_testable(config, grading)
     from .results import ResultCollector
 
@@ -320,6 +342,19 @@ def nothing_compiled_at_finish(session: pytest.Session) -> None:
     reason = nothing_compiled(st.results)
     if reason is not None:
         _fail_at_finish(session, st, f"pytest-gemm: {reason}")
+
+
+def nothing_tested_at_finish(session: pytest.Session) -> None:
+    """A kernel under test of which nothing was tested (no GPU, nothing to compile) fails the run
+    (exit status 1), one line naming it; a compile-only run is judged by what it compiled."""
+    config = session.config
+    st = config.stash.get(STATE, None)
+    if st is None or st.arches or is_xdist_worker(config) or not st.kernels:
+        return
+    from .completeness import untested_kernels
+
+    for line in untested_kernels(st.results):
+        _fail_at_finish(session, st, line)
 
 
 def completeness_summary(terminalreporter: Any, config: pytest.Config) -> None:
