@@ -174,7 +174,7 @@ def _refuse_to_grade_without_gpu(config: pytest.Config) -> None:
 
     from ..checks.sandbox_child import DISPATCH_ENV
 
-    if is_xdist_worker(config) or os.environ.get(DISPATCH_ENV):
+    if is_xdist_worker(config) or os.environ.get(DISPATCH_ENV) or config.option.collectonly:
         return
     from ..kernels.device import probe
 
@@ -351,9 +351,11 @@ def nothing_tested_at_finish(session: pytest.Session) -> None:
     st = config.stash.get(STATE, None)
     if st is None or st.arches or is_xdist_worker(config) or not st.kernels:
         return
+    from ..model.contract import CudaKernel
     from .completeness import untested_kernels
 
-    for line in untested_kernels(st.results):
+    launchers = {str(k.name) for k in st.kernels if not isinstance(k, CudaKernel)}
+    for line in untested_kernels(st.results, launchers):
         _fail_at_finish(session, st, line)
 
 
