@@ -3,13 +3,23 @@ module with a selected test is started at once, when the first test asks for one
 ``gemm_quiet_machine`` run before that."""
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 import pytest
 
 from gpu_runs import SuiteRun, SuiteRuns
+from suite_helpers import ci_toolchain_problem
 
 RUNS = pytest.StashKey[dict[str, SuiteRun]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In CI a run whose NVRTC cannot load ends at once (exit status 1) instead of skipping every
+    compile test."""
+    problem = ci_toolchain_problem(dict(os.environ))
+    if problem:
+        pytest.exit(problem, returncode=pytest.ExitCode.TESTS_FAILED)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

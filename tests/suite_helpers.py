@@ -31,6 +31,16 @@ def nvrtc_missing() -> str | None:
     return None
 
 
+def ci_toolchain_problem(env: dict[str, str], missing: Any = nvrtc_missing) -> str | None:
+    """Under CI (``CI`` set true, as .ci/run and CI services do) NVRTC must load: without it every
+    compile test skips and the ``gemm_nvrtc`` step would go green untested. None when fine."""
+    if env.get("CI", "").strip().lower() not in ("1", "true", "yes"):
+        return None
+    why = missing()
+    return (f"CI: {why}: every compile test would be skipped and the job would pass untested; fix the "
+            "environment (the cuda12 extra brings NVRTC)") if why else None
+
+
 def load_registered(path: Path, module_name: str) -> Any:
     """``load_declarations``, with the module in ``sys.modules`` (a dataclass in it resolves its
     annotations there): tools/ecosystems.py."""

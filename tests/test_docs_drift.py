@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,7 +139,7 @@ def test_the_gpu_session_stages_in_the_readme_are_the_script_s():
     script = _text(ROOT / "tools" / "gpu_session.sh")
     stages = re.search(r'case "\$stage" in ([\w|-]+)\) ;;', script)
     assert stages, "tools/gpu_session.sh: its stage list moved"
-    listed = [s for s in re.findall(r"bash tools/gpu_session\.sh ([\w|-]+)`", _text(ROOT / "README.md")) if "|" in s]
+    listed = [s for doc in DOCS for s in re.findall(r"bash tools/gpu_session\.sh ([\w|-]+)`", _text(doc)) if "|" in s]
     assert listed and all(s.split("|") == stages.group(1).split("|") for s in listed), listed
 
 
@@ -160,7 +161,7 @@ def test_the_candidates_the_gpu_session_times_exist():
 def test_the_quick_shapes_in_the_readme_are_the_registry_s():
     from pytest_gemm.checks.registry import quick_summary
 
-    assert f"a small representative set per check ({quick_summary()};" in _text(ROOT / "README.md")
+    assert any(f"a small representative set per check ({quick_summary()};" in _text(doc) for doc in DOCS)
 
 
 def test_the_ladder_help_counts_the_runs_it_adds():
@@ -183,3 +184,48 @@ def test_the_no_gpu_reason_quoted_in_the_docs_is_the_code_s(doc):
     for q in quoted:
         q = q.rstrip(". ")
         assert q in ("...", "…") or no_driver.startswith(q.rstrip(".… ")), (doc, q)
+
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def broken_links(path: Path) -> list[str]:
+    """The relative links of a markdown file whose file, or heading (#anchor), does not exist."""
+    bad = []
+    for target in _LINK.findall(_text(path)):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto:
+        file, _, anchor = target.partition("#")
+        where = (path.parent / file).resolve() if file else path
+        if not where.exists():
+            bad.append(f"{path.relative_to(ROOT)}: {target} (no such file)")
+        elif anchor and where.suffix == ".md" and anchor not in {
+                _anchor(h) for h in re.findall(r"^#+ (.*)$", _text(where), re.M)}:
+            bad.append(f"{path.relative_to(ROOT)}: {target} (no such heading)")
+    return bad
+
+
+def test_every_link_of_the_docs_leads_somewhere():
+    bad = [b for path in DOCS for b in broken_links(path)]
+    assert not bad, "links to nothing:\n" + "\n".join(bad)
+
+
+def test_a_broken_link_is_caught(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    (tmp_path / "a.md").write_text("# Top\n## The accuracy bound\n[ok](#the-accuracy-bound) [b](b.md) [c](a.md#nothing)\n")
+    assert broken_links(tmp_path / "a.md") == ["a.md: b.md (no such file)", "a.md: a.md#nothing (no such heading)"]
+
+
+def test_the_readme_is_what_a_newcomer_needs_and_points_to_docs():
+    text = _text(ROOT / "README.md")
+    assert len(text.splitlines()) <= 220, "README.md: keep it to what a newcomer needs; the rest goes to docs/"
+    named = set(re.findall(r"`(docs/[\w.-]+\.md)`", text)) | {f"docs/{p}" for p in re.findall(r"\(docs/([\w.-]+\.md)", text)}
+    pages = {str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")}
+    # every page that was cut from the README is named in it (pages other issues add get their line at merge)
+    assert {f"docs/{n}.md" for n in ("options", "kernels", "checks", "fixtures", "ladder", "courses", "ci", "report",
+                                     "tools")} <= named & pages, sorted(named)

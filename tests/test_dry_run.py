@@ -3,6 +3,7 @@ process, it runs up to its first use of their data or of a GPU library, and a fa
 own before that (an exception its code raises, an exit, a hang) is reported. No GPU needed."""
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -41,6 +42,11 @@ LAUNCHERS = textwrap.dedent("""
     @kernel
     def needs_triton(a, b, c):
         import triton
+
+    @kernel
+    def hangs(a, b, c):
+        while True:
+            pass
 """)
 
 
@@ -125,9 +131,33 @@ def test_with_no_gpu_a_launcher_that_reaches_gpu_work_is_skipped_saying_how_far_
     result = no_gpu.runpytest_subprocess("--gemm-kernel", f"launchers:{name}", "-k", "launch", "-rs",
                                          "-p", "no:cacheprovider")
     text = result.stdout.str() + result.stderr.str()
-    assert result.ret == 0, text
+    # nothing of the kernel was tested: the run fails, one line naming the kernel and how far it ran
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
     result.assert_outcomes(skipped=1)
     assert "no usable GPU" in text and needle in text, text
+    assert len(re.findall(rf"^{name}: not tested: no usable GPU.*{re.escape(needle)}", text, re.M)) == 1, text
+    assert "`out` must be" not in text, text  # what CuPy said of a stand-in is not the launcher's error
+
+
+def test_with_no_gpu_a_hanging_launcher_is_bounded_by_gemm_timeout_and_says_it_waits(no_gpu):
+    import time
+
+    start = time.monotonic()
+    result = no_gpu.runpytest_subprocess("--gemm-kernel", "launchers:hangs", "-k", "launch", "--gemm-timeout", "5",
+                                         "-p", "no:cacheprovider")
+    text = result.stdout.str() + result.stderr.str()
+    assert time.monotonic() - start < 60, text
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    assert "hangs: timeout (launch 64x64x64)" in text and "did not return within 5 s (--gemm-timeout)" in text, text
+    assert "launchers:hangs: waiting for the launcher called with stand-in arrays (no GPU)" in text, text
+
+
+def test_a_library_s_complaint_about_stand_ins_names_the_library_and_the_user_s_line():
+    exc = TypeError("`out` must be a tuple or `cupy.ndarray`")
+    result = classify(exc, [("/home/me/k.py", 22), ("/v/lib/python3.12/site-packages/cupy/_core/_gufuncs.py", 707)],
+                      libraries=())
+    assert result.outcome == dry_run.REACHED_LIBRARY and result.message == "cupy" and result.where == "/home/me/k.py:22"
+    assert "`out`" not in result.describe() and "as far as a launcher can run without a GPU" in result.describe()
 
 
 def test_compile_only_mode_reports_a_launcher_that_raises(no_gpu):

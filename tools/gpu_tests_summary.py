@@ -2,8 +2,9 @@
 
     gpu-tests at 1a2b3c4 (2026-12-01 22:10 UTC, NVIDIA H200): 212 passed, 0 failed, 0 skipped, 0 errors in 301.4 s
 
-Used by ``bash tools/gpu_session.sh gpu-tests``; exits 1 when a test failed or errored, or when
-the XML is missing (the run was cut off before pytest wrote it).
+Used by ``bash tools/gpu_session.sh gpu-tests``; exits 1 when a test failed or errored, when no
+test passed (every one skipped: the GPU was not usable), or when the XML is missing (the run was
+cut off before pytest wrote it).
 """
 from __future__ import annotations
 
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     c = counts(args.xml)
     print(f"{head}: {c['passed']} passed, {c['failures']} failed, {c['skipped']} skipped, {c['errors']} errors "
           f"in {args.wall:.1f} s")
+    if c["passed"] == 0:  # every test skipped (no GPU seen, a broken CuPy): nothing was tested
+        print(f"{args.label}: no test passed: a GPU run that tested nothing is a failure (see the skip reasons, -rs)")
+        return 1
     return 1 if c["failures"] or c["errors"] else 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerate the README's measured figures from the JSON outputs of one GPU run.
+"""Regenerate the measured figures of README.md and docs/ from the JSON outputs of one GPU run.
 
-Each measured figure in README.md sits in a block
+Each generated figure in README.md and docs/*.md sits in a block
 
     <!-- figures:NAME -->
     Measured at commit `1a2b3c4` (2026-12-01, NVIDIA H200): `the command`.
@@ -13,8 +13,8 @@ writes ``meta.json`` (commit, date, device) into its output folder ($OUT) before
 each stage its JSON; this script rewrites every block whose source is in that folder and leaves
 the others as they are (their own first line still says when they were measured):
 
-    python3 tools/readme_figures.py gpu-out/           # rewrite README.md in place
-    python3 tools/readme_figures.py gpu-out/ --check   # exit 1 if README.md would change
+    python3 tools/readme_figures.py gpu-out/           # rewrite README.md and docs/*.md in place
+    python3 tools/readme_figures.py gpu-out/ --check   # exit 1 if one of them would change
 
 Blocks and their sources: ``gpu-tests`` (gpu-tests-summary.txt), ``ladder`` (ladder.json, a
 ``--gemm-report``), ``class`` (class.json from tools/class_benchmark.py), ``course``
@@ -201,22 +201,33 @@ def unproven_blocks(text: str) -> list[str]:
     return [m["name"] for m in BLOCK.finditer(text) if not PROVENANCE.match(m["body"])]
 
 
+def documents() -> list[Path]:
+    """The files whose figure blocks this script keeps: README.md and every page of docs/."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="a GPU run's output folder (with meta.json)")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the README would change")
+    parser.add_argument("--readme", type=Path, action="append",
+                        help="a file to rewrite (repeatable; default: README.md and docs/*.md)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a file would change")
     args = parser.parse_args(argv)
     if not (args.folder / "meta.json").is_file():
         parser.error(f"{args.folder} has no meta.json: pass the output folder of tools/gpu_session.sh")
-    text = args.readme.read_text()
-    new, done = regenerate(text, args.folder)
-    print(f"regenerated: {', '.join(done) or 'nothing (no source found)'}")
-    if args.check:
-        return 1 if new != text else 0
-    args.readme.write_text(new)
-    return 0
-
+    changed = []
+    for path in args.readme or documents():
+        text = path.read_text()
+        new, done = regenerate(text, args.folder)
+        if done:
+            print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: regenerated {', '.join(done)}")
+        if new != text:
+            changed.append(path)
+            if not args.check:
+                path.write_text(new)
+    if not changed:
+        print("nothing changed (no source found, or every block already current)")
+    return 1 if args.check and changed else 0
 
 if __name__ == "__main__":
     sys.exit(main())

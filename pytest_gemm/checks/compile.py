@@ -8,6 +8,7 @@ nothing does not pass; on a GPU machine it is skipped with that reason (the GPU 
 compile the kernel for this GPU through CuPy)."""
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from ..model.categories import COMPILE_ERROR, GemmCheckFailure
@@ -52,11 +53,7 @@ def run_offline(kernel: GemmKernel, arch: str, record: Callable[[dict[str, Any]]
     try:
         result = compile_for_arch(kernel, arch)  # type: ignore[arg-type]
     except GemmCompileError as exc:
-        # The first error line joins the one-line summary, so the table and `-q --tb=no` show it too.
-        head = str(exc).splitlines()[0].rstrip(":")
-        first = next((line.strip() for line in exc.log.splitlines() if "error" in line), "")
-        summary = f"{head}: {first}" if first and first not in head else head
-        raise GemmCheckFailure(COMPILE_ERROR, summary, exc.log.strip().splitlines()) from None
+        raise compile_failure(kernel, arch, exc) from None
     except GemmToolchainError as exc:
         missing = str(exc)
     if missing is not None:  # outside the except block: no chained traceback under the message
@@ -67,3 +64,23 @@ def run_offline(kernel: GemmKernel, arch: str, record: Callable[[dict[str, Any]]
         "stack_frame": res.stack_frame, "shared_static": res.shared_static}})
     return (f"{kernel.name} {arch}: {res.registers} registers, {res.spills} spill bytes, "
             f"{res.stack_frame} stack bytes, {res.shared_static} static shared bytes")
+
+
+#: The compile logs this process has shown in full: (kernel, file, log without its arch) -> the arch.
+_SHOWN: dict[tuple[str, str, str], str] = {}
+_ARCH = re.compile(r"\b(?:sm|compute)_\d+a?\b")
+
+
+def compile_failure(kernel: GemmKernel, arch: str, exc: Any) -> GemmCheckFailure:
+    """The failure of ``kernel``'s compile for ``arch``, naming its ``--gemm-kernel`` spec. The
+    first error line joins the one-line summary (the table and ``-q --tb=no`` show it); a log
+    already shown for another architecture (one syntax error under ``--gemm-arch all``) is not
+    shown again: the summary says which architecture's shows it."""
+    spec = (getattr(kernel, "origin_spec", None) or (None,))[0]
+    head = str(exc).splitlines()[0].rstrip(":") + (f" (--gemm-kernel {spec})" if spec else "")
+    first = next((line.strip() for line in exc.log.splitlines() if "error" in line), "")
+    summary = f"{head}: {first}" if first and first not in head else head
+    shown = _SHOWN.setdefault((str(kernel.name), str(exc.filename), _ARCH.sub("", exc.log)), arch)
+    if shown != arch:  # the summary as the first one's (the verdict's diagnosis is theirs), no log
+        return GemmCheckFailure(COMPILE_ERROR, summary, [f"the same errors as for {shown}: its log is shown there"])
+    return GemmCheckFailure(COMPILE_ERROR, summary, exc.log.strip().splitlines())

@@ -1,5 +1,5 @@
 """The one list of conformance checks. Collection, dispatch, Gradescope's weights and
-labels, ``--help`` and the README's table of checks all read it.
+labels, ``--help`` and the table of checks in docs/checks.md all read it.
 
 A check is a module of this package with a function
 ``run(h, shape, params, record, options)`` (``h``: the kernel's launch harness;
@@ -112,7 +112,7 @@ def get(name: str) -> Check:
 
 
 def quick_summary() -> str:
-    """The ``--gemm-shapes quick`` sets, as the README lists them ("exact: 1³, 64³, ...; coverage
+    """The ``--gemm-shapes quick`` sets, as docs/options.md lists them ("exact: 1³, 64³, ...; coverage
     and guards: ...")."""
     def shape(s: Shape) -> str:
         return f"{s[0]}³" if s[0] == s[1] == s[2] else "x".join(map(str, s))
@@ -130,7 +130,7 @@ def help_text() -> str:
 
 
 def markdown_table() -> str:
-    """The README's table of checks."""
+    """The table of checks in docs/checks.md."""
     rows = ["| check | what passing proves | default points | GPU |", "| --- | --- | --- | --- |"]
     rows += [f"| `{c.name}` | {c.summary} | {c.weight:g} | {'yes' if c.gpu else 'no'} |" for c in CHECKS]
     return "\n".join(rows)

@@ -200,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[{time.monotonic() - started:6.1f} s] {r.student}: {r.status}, {r.score:g} / {r.max_score:g}"
               f" in {r.elapsed_s:.1f} s" + (f" ({clip(r.reason)})" if r.reason else ""), flush=True)
 
+    extra = [*extra, "--gemm-allow-no-gpu"] if args.allow_no_gpu else extra  # each run refuses otherwise
     log_dir = Path(args.logs).resolve() if args.logs else None
     if args.scheduler == "dask":
         from .dask_scheduler import DaskProblem, grade_class

@@ -258,6 +258,17 @@ def _options(kernel: CudaKernel, arch: str, source_dir: Path | None) -> list[byt
     return [o.encode() for o in opts]
 
 
+#: NVRTC 12.9+ on every compile for sm_70/sm_72: CUDA's roadmap, not the kernel's error. The
+#: claimed architectures are what this NVRTC compiles for; the line would head every log and
+#: every one-line reason (a gradebook's), above the kernel's real error.
+_ARCH_DEPRECATED = re.compile(r"^nvrtc: warning: Architectures prior to '<compute/sm>_\d+' are deprecated.*\n?", re.M)
+
+
+def without_arch_deprecation(log: str) -> str:
+    """NVRTC's log without its warning that architectures before sm_75 are deprecated."""
+    return _ARCH_DEPRECATED.sub("", log)
+
+
 def _only_name_map_errors(log: str) -> bool:
     """NVRTC's errors are all in the name-expression map it builds from ``entry``."""
     errors = [line for line in log.splitlines() if ": error" in line]
@@ -293,7 +304,7 @@ def compile_for_arch(kernel: CudaKernel, arch: str, *, output: str = "cubin") ->
         size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
         buf = b" " * size
         _check(nvrtc.nvrtcGetProgramLog(prog, buf), "log")
-        log = buf.rstrip(b"\x00 ").decode(errors="replace")
+        log = without_arch_deprecation(buf.rstrip(b"\x00 ").decode(errors="replace"))
         if int(status) != 0:
             if _only_name_map_errors(log):
                 raise GemmEntryError(str(kernel.name), arch, filename, log, kernel.entry, text)

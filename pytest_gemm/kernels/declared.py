@@ -51,8 +51,8 @@ def is_bad(kernel: Any) -> bool:
 # ---- the child's side: a kernel as data -------------------------------------------------------
 
 def _cuda(k: CudaKernel) -> dict[str, Any]:
-    text, _ = k.source_text()
-    return {"source": text, "entry": k.entry, "block": list(k.block), "tile": None if k.tile is None else list(k.tile),
+    text, file = k.source_text()
+    return {"source": text, "source_file": file, "entry": k.entry, "block": list(k.block), "tile": None if k.tile is None else list(k.tile),
             "grid": None if k.grid is None else {"device": _takes_device(k.grid)},
             "shared_mem": None if callable(k.shared_mem) else int(k.shared_mem), "signature": k.signature,
             "precision": k.precision, "min_cc": list(k.min_cc), "multiple_of": list(k.multiple_of),
@@ -108,7 +108,8 @@ def _rebuild_cuda(d: dict[str, Any]) -> CudaKernel:
                       multiple_of=tuple(d["multiple_of"]), options=tuple(d.get("options") or ()), name=str(d["name"]),
                       deterministic=bool(d.get("deterministic", True)),
                       arches=None if d.get("arches") is None else tuple(d["arches"]),
-                      beta_zero=str(d.get("beta_zero", "blas")), origin=Path(str(d.get("origin") or ".")))
+                      beta_zero=str(d.get("beta_zero", "blas")), origin=Path(str(d.get("origin") or ".")),
+                      source_file=None if d.get("source_file") is None else str(d["source_file"]))
 
 
 def _launcher_stub(takes_alpha_beta: bool) -> Any:

@@ -20,7 +20,7 @@ import sysconfig
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 #: Launchers that reach this far are fine so far: what follows needs a GPU.
 REACHED_DATA, REACHED_LIBRARY, RETURNED = "reached_data", "reached_library", "returned"
@@ -28,6 +28,9 @@ REACHED_DATA, REACHED_LIBRARY, RETURNED = "reached_data", "reached_library", "re
 RAISED, EXITED, HUNG = "raised", "exited", "hung"
 GPU_LIBRARIES = ("cupy", "cupy_backends", "cupyx", "numba", "triton", "torch", "cuda", "jax", "pycuda", "cutlass")
 DEFAULT_TIMEOUT = 120.0  # like the sandbox's start-up limit: importing the launcher's module is included
+NOT_INSTALLED = "(not installed here)"
+#: Seconds of a dry run after which the run says what it is waiting for.
+SAY_WAITING_AFTER = 3.0
 
 
 class NeedsGpu(BaseException):
@@ -88,8 +91,11 @@ class DryResult:
     def describe(self) -> str:
         if self.outcome == REACHED_DATA:
             return f"called with stand-in arrays it ran up to its first use of their data ({self.message}, {self.where})"
-        if self.outcome == REACHED_LIBRARY:
+        if self.outcome == REACHED_LIBRARY and self.message.endswith(NOT_INSTALLED):
             return f"called with stand-in arrays it ran up to a GPU library call ({self.message}, {self.where})"
+        if self.outcome == REACHED_LIBRARY:  # what the library said of stand-ins is not the launcher's error
+            return (f"called with stand-in arrays it ran up to a GPU library call ({self.message}, at {self.where}): "
+                    "as far as a launcher can run without a GPU")
         if self.outcome == RETURNED:
             return "called with stand-in arrays it returned without using their data"
         if self.outcome == RAISED:
@@ -130,13 +136,36 @@ def classify(exc: BaseException | None, frames: list[tuple[str, int]], libraries
     text = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line
     missing = isinstance(exc, ImportError) and (getattr(exc, "name", None) or "").split(".")[0] in GPU_LIBRARIES
     if missing:  # a GPU library this machine lacks: the launcher cannot go further here, through no fault of its own
-        return DryResult(REACHED_LIBRARY, where, f"{text} (not installed here)")
+        return DryResult(REACHED_LIBRARY, where, f"{text} {NOT_INSTALLED}")
     if module in GPU_LIBRARIES or "StandIn" in text or "stand-in" in text or not frames \
             or is_library_file(frames[-1][0], libraries):
-        return DryResult(REACHED_LIBRARY, where, text if len(text) < 200 else text[:197] + "...")
+        return DryResult(REACHED_LIBRARY, where, _library_called(exc, frames, libraries))
     if isinstance(exc, SystemExit):
         return DryResult(EXITED, where, f"sys.exit({exc.code!r})")
     return DryResult(RAISED, where, text)
+
+
+def _package(filename: str) -> str:
+    """The top-level package a frame's file belongs to ('' when not an installed package's)."""
+    parts = Path(filename).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts[:-1]:
+            return parts[parts.index(marker) + 1].split(".")[0]
+    if not os.path.isabs(filename) and not filename.startswith("<") and len(parts) > 1:
+        return parts[0]  # a compiled module's relative source path, cupy/_core/core.pyx
+    return ""
+
+
+def _library_called(exc: BaseException, frames: list[tuple[str, int]], libraries: tuple[str, ...] | None) -> str:
+    """The library the launcher's last own line called into: the first package frame after it."""
+    module = type(exc).__module__.split(".")[0]
+    if module in GPU_LIBRARIES:
+        return module
+    own = [i for i, f in enumerate(frames) if not is_library_file(f[0], libraries)]
+    for filename, _ in frames[(own[-1] + 1 if own else 0):]:
+        if _package(filename):
+            return _package(filename)
+    return "a library"
 
 
 def call(fn: Any, precision: str, shape: tuple[int, int, int], takes_alpha_beta: bool) -> DryResult:
@@ -158,9 +187,21 @@ def call(fn: Any, precision: str, shape: tuple[int, int, int], takes_alpha_beta:
     return classify(None, [])
 
 
+def _kill_group(child: subprocess.Popen) -> None:
+    """End a hung dry run and whatever it started (its own session; a confined one ends with it)."""
+    try:
+        os.killpg(child.pid, 9)
+    except OSError:
+        child.kill()
+
+
 def in_child(spec: str, index: int, shape: tuple[int, int, int], rootdir: str,
-             timeout: float = DEFAULT_TIMEOUT) -> DryResult:
-    """:func:`call` on the kernel ``spec`` names (its ``index``-th), in a child process."""
+             timeout: float | None = None, say: Callable[[str], None] | None = None) -> DryResult:
+    """:func:`call` on the kernel ``spec`` names (its ``index``-th), in a child process, for at
+    most ``timeout`` seconds (``--gemm-timeout``; None: :data:`DEFAULT_TIMEOUT`). ``say`` is told,
+    once, what the run is waiting for when the child has not answered after a few seconds."""
+    limit = DEFAULT_TIMEOUT if timeout is None else timeout
+    why = "--gemm-timeout" if timeout is not None else "the default; see --gemm-timeout"
     cmd = [sys.executable, "-m", "pytest_gemm.kernels.dry_run", spec, str(index), *map(str, shape)]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no GPU work in a dry run, even on a GPU machine
     from . import confine
@@ -170,19 +211,31 @@ def in_child(spec: str, index: int, shape: tuple[int, int, int], rootdir: str,
     if confine.active() != "none":  # it starts in the spec's folder
         cmd[3] = absolute_spec(spec, Path(rootdir))
     cmd = confine.command(cmd, readable=[folder], chdir=folder)  # unchanged unless the run is confined
-    try:
-        done = subprocess.run(cmd, cwd=rootdir, env=env, capture_output=True, text=True, timeout=timeout,
-                              start_new_session=True, **confine.popen_kwargs())
-    except subprocess.TimeoutExpired:
-        return DryResult(HUNG, "", f"did not return within {timeout:g} s with stand-in arrays")
-    for line in reversed(done.stdout.splitlines()):
+    with subprocess.Popen(cmd, cwd=rootdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True, **confine.popen_kwargs()) as child:
+        try:
+            try:
+                out, err = child.communicate(timeout=min(SAY_WAITING_AFTER, limit))
+            except subprocess.TimeoutExpired:
+                if limit <= SAY_WAITING_AFTER:
+                    raise
+                if say is not None:
+                    say(f"pytest-gemm: {spec}: waiting for the launcher called with stand-in arrays (no GPU) "
+                        f"to return, at most {limit:g} s ({why})")
+                out, err = child.communicate(timeout=limit - SAY_WAITING_AFTER)
+        except subprocess.TimeoutExpired:
+            _kill_group(child)
+            child.communicate()
+            return DryResult(HUNG, "", f"did not return within {limit:g} s ({why}) with stand-in arrays")
+    for line in reversed(out.splitlines()):
         if line.startswith("{") and '"outcome"' in line:
             return DryResult(**json.loads(line))
-    tail = " ".join((done.stderr.strip().splitlines() or ["no output"])[-1:])
-    return DryResult(EXITED, "", f"exit status {done.returncode}; {tail}"[:300])
+    tail = " ".join((err.strip().splitlines() or ["no output"])[-1:])
+    return DryResult(EXITED, "", f"exit status {child.returncode}; {tail}"[:300])
 
 
-def check_offline(kernel: Any, rootdir: str, why: str) -> NoReturn:
+def check_offline(kernel: Any, rootdir: str, why: str, timeout: float | None = None,
+                  say: Callable[[str], None] | None = None) -> NoReturn:
     """The launcher ``kernel`` exercised with no GPU: a failure of its own (it raised, ended its
     process or hung before using its arrays) fails the check as ``launch_error`` (``timeout``
     for a hang); otherwise the check is skipped with ``why`` and how far it ran."""
@@ -195,7 +248,7 @@ def check_offline(kernel: Any, rootdir: str, why: str) -> NoReturn:
     if spec is None:
         pytest.skip(why)
     m, n, k = (-(-64 // q) * q for q in kernel.multiple_of)
-    result = in_child(spec, index, (m, n, k), rootdir)
+    result = in_child(spec, index, (m, n, k), rootdir, timeout, say)
     if result.failed:
         category = cat.TIMEOUT if result.outcome == HUNG else cat.LAUNCH_ERROR
         raise GemmCheckFailure(category, f"{kernel.name!r} at {m}x{n}x{k} with no GPU: {result.describe()}",

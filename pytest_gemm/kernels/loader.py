@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -81,11 +82,14 @@ def _load_as(modname: str, path: Path, package_dir: Path | None = None) -> Modul
 
 
 def _where(exc: BaseException) -> str:
-    """file:line of the innermost frame of an exception, for import failures."""
+    """file:line of the innermost frame of an exception outside pytest-gemm, for import failures:
+    a declaration pytest-gemm rejects (``tiles=``) is the user's line, not the check's."""
     frames = traceback.extract_tb(exc.__traceback__)
     if isinstance(exc, SyntaxError) and exc.filename:
         return f"{exc.filename}:{exc.lineno}"
-    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+    package = str(Path(__file__).resolve().parent.parent) + os.sep
+    theirs = [f for f in frames if not str(Path(f.filename).resolve()).startswith(package)] or frames
+    return f"{theirs[-1].filename}:{theirs[-1].lineno}" if theirs else "?"
 
 
 #: Packages a kernel's module may import that an extra of pytest-gemm installs (its name in

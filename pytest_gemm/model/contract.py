@@ -140,6 +140,9 @@ class CudaKernel:
     arches: Sequence[str] | None = None
     beta_zero: str = "blas"
     origin: Path = field(default_factory=_caller_dir, repr=False)
+    #: The file compile messages name for CUDA C text: a declaration read in another process
+    #: (kernels/declared.py) arrives as text and keeps its .cu file's name.
+    source_file: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.name is None:
@@ -220,7 +223,7 @@ class CudaKernel:
         """(CUDA C text, file name used in compile messages)."""
         path = self.source_path()
         if path is None:
-            return self.source, f"{self.name}.cu"
+            return self.source, self.source_file or f"{self.name}.cu"
         return path.read_text(), str(path)
 
     def launch_grid(self, m: int, n: int, k: int, device: Any = None) -> tuple[int, int, int]:

@@ -5,6 +5,8 @@
   ``configure``; this catches a GPU on which no kernel's check could run).
 - :func:`nothing_compiled`: a compile-only run in which no kernel compiled (nor failed to)
   fails with the reasons.
+- :func:`untested_kernels`: a kernel under test of which nothing ran for want of a GPU (a
+  Python launcher declares no CUDA C to compile) fails the run, with one line naming it.
 - :func:`skips_by_reason`: the terminal summary counts skipped tests by reason, so a run
   that skipped most of its checks says so without ``-rs``.
 
@@ -56,6 +58,24 @@ def nothing_compiled(records: Iterable[Any]) -> str | None:
     if not compiles:
         return "compile-only mode (--gemm-arch) compiled nothing: no compile check ran (were they deselected?)"
     return f"compile-only mode (--gemm-arch) compiled nothing: every compile check was skipped: {_reasons(compiles)}"
+
+
+def untested_kernels(records: Iterable[Any], names: Iterable[str] | None = None) -> list[str]:
+    """One line for each kernel under test (not the ladder) whose verdict is ``skipped`` and whose
+    launch check was skipped for want of a GPU (a Python launcher with no GPU: it has nothing to
+    compile): nothing of it was tested. The reason is that launch check's: how far the launcher
+    ran with stand-in arrays. ``names``: only these kernels (the Python launchers under test)."""
+    from ..outputs.records import RunResults
+
+    lines = []
+    wanted = None if names is None else set(names)
+    for name, result in RunResults.build(records).kernels.items():
+        if wanted is not None and name not in wanted:
+            continue
+        launch = [r for r in result.checks if r.check == "launch" and r.skipped_for_no_gpu]
+        if not result.ladder and result.verdict.status == "skipped" and launch:
+            lines.append(f"{name}: not tested: {launch[0].summary}")
+    return lines
 
 
 def skip_reason(report: Any) -> str:

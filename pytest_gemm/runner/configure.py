@@ -85,7 +85,8 @@ def _first_compiling_arch(kernels: list[GemmKernel]) -> None:
             except GemmCompileError as exc:
                 first = first or exc
         if first is not None:
-            raise pytest.UsageError(str(first))
+            spec = (getattr(k, "origin_spec", None) or (None,))[0]
+            raise pytest.UsageError(f"--gemm-kernel {spec}: {first}" if spec else str(first))
 
 
 def _grading(config: pytest.Config) -> Any:
@@ -163,6 +164,25 @@ def _check_require_gpu(config: pytest.Config, arches: list[str] | None, grading:
         reason = f"--gemm-require-gpu: {found}; {REQUIRE_GPU_HINT}"
         _gradescope_failure(config, grading, reason)
         pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
+
+
+def _refuse_to_grade_without_gpu(config: pytest.Config) -> None:
+    """--gemm-gradescope with no usable GPU: exit 1 and write no results.json (as the gradebook
+    refuses), so a broken grading machine never scores every student 0. With the sandbox's
+    dispatch test hook set the checks need no GPU (as ``gradebook.no_gpu_problem``)."""
+    import os
+
+    from ..checks.sandbox_child import DISPATCH_ENV
+
+    if is_xdist_worker(config) or os.environ.get(DISPATCH_ENV) or config.option.collectonly:
+        return
+    from ..kernels.device import probe
+
+    found = probe()
+    if isinstance(found, str):
+        pytest.exit(f"--gemm-gradescope: not grading: {found}; every GPU check would be skipped and score 0. "
+                    "Fix the grading machine's GPU (nvidia-smi; the CuPy extra matching its driver), or pass "
+                    "--gemm-allow-no-gpu to grade the compile checks only", returncode=pytest.ExitCode.TESTS_FAILED)
 
 
 def _check_toolchain(config: pytest.Config) -> None:
@@ -271,6 +291,8 @@ def configure(config: pytest.Config) -> None:
     if require_gpu:
         _check_require_gpu(config, arches, grading)
     elif specs and arches is None:
+        if getattr(opt, "gemm_gradescope", None) and not getattr(opt, "gemm_allow_no_gpu", False):
+            _refuse_to_grade_without_gpu(config)
         _check_testable(config, grading)
     from .results import ResultCollector
 
@@ -302,39 +324,6 @@ def _choose_paths(config: pytest.Config, cli_specs: list[str], ini_specs: list[s
         suite = conformance_dir()
         if not any(Path(a).resolve() == suite for a in config.args):
             config.args.append(str(suite))
-
-
-def require_gpu_at_finish(session: pytest.Session) -> None:
-    """--gemm-require-gpu: a run in which every GPU check was skipped fails (exit status 1)."""
-    config = session.config
-    st = config.stash.get(STATE, None)
-    if st is None or not st.require_gpu or is_xdist_worker(config):
-        return
-    from .completeness import gpu_checks_not_run
-
-    reason = gpu_checks_not_run(st.results)
-    if reason is not None:
-        _fail_at_finish(session, st, f"--gemm-require-gpu: {reason}; {REQUIRE_GPU_HINT}")
-
-
-def _fail_at_finish(session: pytest.Session, st: Any, note: str) -> None:
-    """The run fails (exit status 1 unless it failed already), with ``note`` in the summary."""
-    st.notes.append(note)
-    if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def nothing_compiled_at_finish(session: pytest.Session) -> None:
-    """A compile-only run (--gemm-arch) in which nothing compiled fails (exit status 1), with why."""
-    config = session.config
-    st = config.stash.get(STATE, None)
-    if st is None or not st.arches or is_xdist_worker(config) or not st.kernels:
-        return
-    from .completeness import nothing_compiled
-
-    reason = nothing_compiled(st.results)
-    if reason is not None:
-        _fail_at_finish(session, st, f"pytest-gemm: {reason}")
 
 
 def completeness_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -5,6 +5,7 @@ Each GPU fixture skips with the reason when no GPU is usable; the numpy ones
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import pytest
@@ -149,7 +150,8 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
         if no_gpu is not None:  # no GPU: the launcher's own code still runs, with stand-in arrays
             from ..kernels.dry_run import check_offline
 
-            check_offline(kernel, str(request.config.invocation_params.dir), no_gpu)  # fails or skips
+            check_offline(kernel, str(request.config.invocation_params.dir), no_gpu,  # fails or skips
+                          state(request.config).timeout, _say(request.config))
         if not device.supports(tuple(kernel.min_cc)):
             major, minor = kernel.min_cc
             pytest.skip(f"kernel {kernel.name!r} needs compute capability {major}.{minor} (min_cc); "
@@ -171,3 +173,15 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
         return facts
 
     return run
+
+
+def _say(config: pytest.Config) -> Callable[[str], None]:
+    """A line for the terminal while a test runs (past output capture), as pytest-timeout writes."""
+    def say(line: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return
+        with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+            reporter.write_line(line)
+    return say
