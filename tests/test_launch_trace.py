@@ -191,14 +191,17 @@ def test_a_traced_check_keeps_the_kernel_s_launches_apart_from_the_harness_s(fak
     facts: dict[str, Any] = {}
     with traced(object(), {"trace": "on"}, facts) as tracer:
         assert tracer is not None and trace.active() is tracer
-        assert {_Kind.CONCURRENT_KERNEL, _Kind.DRIVER, _Kind.RUNTIME} <= fake_cupti.mod.enabled
-        fake_cupti.records.append(_api_record(1, fake_cupti.clock[0] + 1))  # the harness's fill, before the call
-        fake_cupti.records.append(_kernel_record("fill", 1, 0, 10))
+        # kernel records for the whole check; API records only while the launcher runs (each API
+        # record of the harness's own uploads and waits cost time, and says nothing of the kernel)
+        assert fake_cupti.mod.enabled == {_Kind.CONCURRENT_KERNEL}
+        fake_cupti.records.append(_kernel_record("fill", 1, 0, 10))  # the harness's fill: no API record
         trace.call_entered()
+        assert {_Kind.CONCURRENT_KERNEL, _Kind.DRIVER, _Kind.RUNTIME} <= fake_cupti.mod.enabled
         inside = fake_cupti.clock[0] + 1
         fake_cupti.records += [_api_record(2, inside), _kernel_record("_Z9my_kernelILi128ELi128EEvPKfS1_Pfiii", 2, 0, 10),
                                _api_record(3, inside), _kernel_record("splitk_reduce", 3, 10, 12)]
         trace.call_returned()
+        assert fake_cupti.mod.enabled == {_Kind.CONCURRENT_KERNEL}
     assert trace.active() is None and not fake_cupti.mod.enabled  # disabled after the check
     launches = facts["launches"]
     assert launches["summary"] == "2 launches: my_kernel<128,128> x1, splitk_reduce x1"
@@ -212,7 +215,7 @@ def test_the_speed_check_s_judge_reads_the_awaited_calls(fake_cupti):
     from pytest_gemm.model.categories import GemmCheckFailure
 
     facts: dict[str, Any] = {}
-    with pytest.raises(GemmCheckFailure) as caught, traced(object(), {}, facts):
+    with pytest.raises(GemmCheckFailure) as caught, traced(object(), {"trace": "on"}, facts):
         for i in range(15):
             trace.call_entered()
             if i == 0:  # one merged launch on the first call serves all 15
@@ -246,9 +249,27 @@ def test_cupti_refusing_to_trace_is_a_skip_too(fake_cupti, monkeypatch):
 
     fake_cupti.mod.activity_enable = lambda kind: (_ for _ in ()).throw(RuntimeError("CUPTI_ERROR_NOT_INITIALIZED"))
     facts: dict[str, Any] = {}
-    with traced(object(), {}, facts) as tracer:
+    with traced(object(), {"trace": "on"}, facts) as tracer:
         assert tracer is None
     assert "CUPTI could not trace here" in facts["launches"]["skipped"]
+
+
+def test_auto_traces_python_launchers_and_the_course_rule_not_a_cuda_c_kernel(fake_cupti):
+    """--gemm-trace auto (the default): a CUDA C kernel is launched by pytest-gemm itself, once a
+    call, so it is traced only when asked (on) or under the course's own-kernel rule."""
+    from pytest_gemm.checks.launch_trace import traced
+    from pytest_gemm.model.contract import CudaKernel, kernel
+
+    cuda_c = CudaKernel(source="__global__ void k() {}", entry="k", block=(16, 16), tile=(16, 16))
+    launcher = kernel()(lambda a, b, c: None)
+    for k, options, on in [(cuda_c, {}, False), (cuda_c, {"trace": "auto"}, False), (cuda_c, {"trace": "on"}, True),
+                           (cuda_c, {"own_kernel": True}, True), (launcher, {}, True)]:
+        facts: dict[str, Any] = {}
+        with traced(k, options, facts) as tracer:
+            assert (tracer is not None) is on, (k, options)
+        assert ("skipped" in facts["launches"]) is not on
+        if not on:
+            assert "--gemm-trace on traces it too" in facts["launches"]["skipped"]
 
 
 @pytest.mark.parametrize("how", ["option", "env"])
@@ -361,11 +382,11 @@ class _Config:
 def test_trace_options_from_option_ini_and_their_errors():
     from pytest_gemm.runner.trace_options import trace_options
 
-    assert trace_options(_Config({}, {})) == {"trace": "on", "own_kernel": False, "vendor_kernels": []}
+    assert trace_options(_Config({}, {})) == {"trace": "auto", "own_kernel": False, "vendor_kernels": []}
     got = trace_options(_Config({"gemm_vendor_kernel": ["^magma_"]},
                                 {"gemm_trace": "off", "gemm_own_kernel": "true", "gemm_vendor_kernels": ["rocblas"]}))
     assert got == {"trace": "off", "own_kernel": True, "vendor_kernels": ["^magma_", "rocblas"]}
-    with pytest.raises(pytest.UsageError, match="gemm_trace = 'maybe': expected on or off"):
+    with pytest.raises(pytest.UsageError, match="gemm_trace = 'maybe': expected auto, on or off"):
         trace_options(_Config({}, {"gemm_trace": "maybe"}))
     with pytest.raises(pytest.UsageError, match="is not a regular expression"):
         trace_options(_Config({"gemm_vendor_kernel": ["magma_("]}, {}))

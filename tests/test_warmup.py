@@ -151,3 +151,39 @@ def test_a_warm_up_past_its_own_budget_is_a_timeout_that_says_so(client):
         client.run("exact", [16, 16, 16], {"warm": 120}, {}, timeout=1.0)
     assert failure.value.category == "timeout"
     assert "was still warming up (Triton autotuning) after 6 s (PYTEST_GEMM_WARMUP_TIMEOUT)" in failure.value.summary
+
+
+def test_a_kernel_seen_autotuning_at_run_time_gets_the_quick_shape_set():
+    """Issue 43: a tuner found while it runs gets what one found in the launcher's code gets: after
+    its process reported Triton autotuning, its checks at shapes of the full set only are skipped,
+    saying why; the quick set's shapes run; --gemm-shapes full (or quick) is left as chosen."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from pytest_gemm.checks import registry
+    from pytest_gemm.checks.warmup import WarmupClock
+    from pytest_gemm.runner import execution
+
+    st = SimpleNamespace(shapes="auto", tuned_at_run_time=set())
+    key = ("launchers.py:inside", 0)
+    exact = registry.get("exact")
+    full_only = next(s for s in exact.shapes if tuple(s) not in map(tuple, exact.quick))
+    quick = tuple(exact.quick[0])
+
+    execution._quick_after_tuning(st, key, "exact", full_only)  # not seen tuning yet: runs
+
+    no_terminal = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=lambda name: None))  # says it on stderr
+    progress = execution._progress(no_terminal, "k exact at 1x1x1", lambda what: execution._note_tuning(st, key, what))
+    clock = WarmupClock(60.0, progress)
+    clock.event({"event": "warmup", "what": "CuPy compiling (NVRTC)", "seconds": 0.5})
+    assert key not in st.tuned_at_run_time  # a compile is a warm-up, not a tuner
+    clock.event({"event": "warmup", "what": "Triton autotuning", "seconds": 0.5})
+    assert st.tuned_at_run_time == {key}
+
+    with pytest.raises(pytest.skip.Exception, match="autotuning found at run time"):
+        execution._quick_after_tuning(st, key, "exact", full_only)
+    execution._quick_after_tuning(st, key, "exact", quick)  # a quick shape still runs
+    execution._quick_after_tuning(st, ("other.py:k", 0), "exact", full_only)  # another kernel: unaffected
+    st.shapes = "full"
+    execution._quick_after_tuning(st, key, "exact", full_only)  # --gemm-shapes full: every shape

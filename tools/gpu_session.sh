@@ -122,7 +122,9 @@ for stage in "$@"; do
       if compgen -G ".whl/numpy-*.whl" > /dev/null; then  # a NumPy numba-cuda can use, for the Numba example only
         install_apart /tmp/gemm-numba-site .whl/numpy-*.whl && export GEMM_NUMBA_SITE=/tmp/gemm-numba-site
       fi
-      limit 390 python3 -m pytest tests -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
+      # the target is 6 minutes (CONTRIBUTING); the limit is wider so that a slower run still ends in its
+      # summary line, with its wall time, rather than in none
+      limit 540 python3 -m pytest tests -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
         --basetemp /tmp/gemm-gpu-tests --junitxml "$out/gpu-tests.xml" > "$out/gpu-tests.txt" 2>&1
       # each suite run's log and JSON report (tests/gpu_runs.py), for reading afterwards
       (cd /tmp/gemm-gpu-tests && find . -path "*suite-runs*" \( -name log.txt -o -name report.json \) \

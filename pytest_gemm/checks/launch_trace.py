@@ -35,7 +35,7 @@ def traced(kernel: Any, options: dict[str, Any], facts: dict[str, Any]) -> Itera
     """Trace the check run inside; its facts get ``launches`` whether it passes or fails."""
     from ..model.contract import PyKernel
 
-    reason = trace.switched_off(options)
+    reason = trace.switched_off(options) or _not_asked(kernel, options)
     tracer: trace.Tracer | None = None
     if reason is None:
         tracer = trace.Tracer()
@@ -53,6 +53,17 @@ def traced(kernel: Any, options: dict[str, Any], facts: dict[str, Any]) -> Itera
                 facts["launches"] = trace_facts(tracer, isinstance(kernel, PyKernel))
             except Exception as exc:  # noqa: BLE001 - a context the kernel broke: the check's own failure speaks
                 facts["launches"] = {"skipped": f"the trace could not be read ({type(exc).__name__}: {str(exc)[:160]})"}
+
+
+def _not_asked(kernel: Any, options: dict[str, Any]) -> str | None:
+    """``--gemm-trace auto`` (the default) traces Python launchers, and every kernel under the
+    course's own-kernel rule: a CUDA C kernel is launched by pytest-gemm itself, once a call."""
+    from ..model.contract import PyKernel
+
+    if str(options.get("trace") or "auto") != "auto" or options.get("own_kernel") or isinstance(kernel, PyKernel):
+        return None
+    return ("not traced: a CUDA C kernel is launched by pytest-gemm itself, one launch a call (its registers and "
+            "shared memory are in the compile report); --gemm-trace on traces it too")
 
 
 def _synchronize() -> None:

@@ -162,11 +162,16 @@ def default_prepare(kernel: Any) -> dict[str, float]:
     probe.changed()
     del h, probe
     lap("harness_kernels_s")
+    if not isinstance(kernel, CudaKernel):  # traced by default (--gemm-trace auto): CUPTI's start-up now
+        from ..measure.trace import prepare as prepare_trace
+
+        prepare_trace()
+    lap("trace_s")
     return phases
 
 
 #: What ``default_prepare`` times, in order (each a key of its reply's ``phases``).
-PREPARE_PHASES = ("imports_s", "cuda_context_s", "compile_s", "module_load_s", "harness_kernels_s")
+PREPARE_PHASES = ("imports_s", "cuda_context_s", "compile_s", "module_load_s", "harness_kernels_s", "trace_s")
 
 
 def hooks() -> tuple[Callable[..., Any], Callable[[Any], None], Callable[[], dict[str, int]]]:

@@ -189,6 +189,9 @@ class WarmupClock:
                 self.seconds = refund = float(message.get("seconds") or 0.0)
                 self.used += refund
             self.what = str(message.get("what"))
+            seen = getattr(self.progress, "seen", None)  # the runner keeps what a kernel was found doing
+            if seen is not None:
+                seen(self.what)
             self._say()
             return refund
         if message.get("event") == "warmup_end":

@@ -2,8 +2,10 @@
 NVIDIA's maintained Python binding (``cupti-python``; docs/launch-trace.md says why).
 
 A ``Tracer`` enables CUPTI's kernel records (``CONCURRENT_KERNEL``: name, grid, block,
-registers, shared memory, GPU start and end) and its driver and runtime API records for the
-length of one check. The kernel's launcher is wrapped (``checks/sandbox_child.py``:
+registers, shared memory, GPU start and end) for the length of one check, and its driver and
+runtime API records only while the kernel's launcher runs: an API record for every call the
+harness makes (uploads, references, waits) cost about 1 s a check and 5x the suite's wall time
+on the H200 at 01dcf62, and a launch outside every call is the harness's own either way. The kernel's launcher is wrapped (``checks/sandbox_child.py``:
 ``KernelCall``) so that each call's host window is kept (``call_entered`` / ``call_returned``,
 CUPTI's own clock); a kernel record belongs to the call in whose window its launch API call
 was made (the API record with the same correlation id), whichever thread or stream launched it.
@@ -50,6 +52,17 @@ def _binding() -> tuple[Any, str | None]:
         return None, (f"no CUPTI: the cupti-python binding could not be imported ({type(exc).__name__}: "
                       f"{str(exc)[:120]}); pip install cupti-python (its major version matching CuPy's CUDA)")
     return cupti, None
+
+
+def prepare() -> None:
+    """CUPTI's start-up (the binding's import, its callbacks, a first enable) in a kernel process's
+    start-up, not in its first traced check: it took 10 to 17 s a process there on the H200 at
+    `01dcf62` (4 workers), against a check's 20 s timeout. Nothing when tracing is off or impossible."""
+    if switched_off() is not None:
+        return
+    tracer = Tracer()
+    if tracer.start():
+        tracer.stop()
 
 
 def active() -> "Tracer | None":
@@ -109,15 +122,23 @@ class Tracer:
                 c.activity_register_callbacks(lambda: _ACTIVE._requested() if _ACTIVE else (_BUFFER_BYTES, 0),
                                               lambda acts: _ACTIVE._completed(acts) if _ACTIVE else None)
                 _REGISTERED = True
-            for kind in (c.ActivityKind.CONCURRENT_KERNEL, c.ActivityKind.DRIVER, c.ActivityKind.RUNTIME):
-                c.activity_enable(kind)
-                self._kinds.append(kind)
+            c.activity_enable(c.ActivityKind.CONCURRENT_KERNEL)
+            self._kinds.append(c.ActivityKind.CONCURRENT_KERNEL)
         except Exception as exc:  # noqa: BLE001 - cuptiError: no driver, a profiler already attached, ...
             self.reason = f"CUPTI could not trace here ({type(exc).__name__}: {str(exc)[:160]})"
             self._disable()
             return False
         _ACTIVE = self
         return True
+
+    def _api(self, on: bool) -> None:
+        """The driver and runtime API records, on only while the kernel's launcher runs."""
+        if not self._kinds:
+            return
+        t0 = time.perf_counter_ns()
+        for kind in (self.cupti.ActivityKind.DRIVER, self.cupti.ActivityKind.RUNTIME):
+            (self.cupti.activity_enable if on else self.cupti.activity_disable)(kind)
+        self.overhead_ns += time.perf_counter_ns() - t0
 
     def _disable(self) -> None:
         for kind in self._kinds:
@@ -148,11 +169,13 @@ class Tracer:
         return int(self.cupti.get_timestamp())
 
     def entered(self) -> None:
+        self._api(True)
         self.windows.append([self.now(), None, None])
 
     def returned(self) -> None:
         if self.windows and self.windows[-1][1] is None:
             self.windows[-1][1] = self.now()
+        self._api(False)
 
     def awaited(self) -> None:
         """The harness's wait for the last call ended: mark it (once; a later wait is not its own)."""

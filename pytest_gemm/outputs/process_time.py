@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 #: A start-up's phases, in the order they happen (seconds).
 START_PHASES = ("process_s", "kernel_import_s", "lock_wait_s", "imports_s", "cuda_context_s", "compile_s",
-                "module_load_s", "harness_kernels_s")
+                "module_load_s", "harness_kernels_s", "trace_s")
 
 
 def time_summary(records: Iterable[Any], kernel: str | None = None) -> dict[str, Any]:

@@ -146,6 +146,7 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     spec, index = kernel.origin_spec  # type: ignore[union-attr]
     ledger: HangLedger = st.hangs.setdefault((spec, index), HangLedger())
     label = f"{check} at {'x'.join(map(str, shape))}"
+    _quick_after_tuning(st, (spec, index), check, shape)
     cut = ledger.cut_off()
     if cut is not None:
         raise GemmCheckFailure(cut[0], f"{label}: {cut[1]}", [])
@@ -162,7 +163,8 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     rootdir = str(config.invocation_params.dir)
     client = acquire(st.sandboxes, key, lambda: SandboxClient(spec, index, rootdir), max_live_sandboxes())
     client.target(spec, index)
-    client.progress = _progress(config, f"{kernel.name} {label}")  # a warm-up seen at run time (checks/warmup.py)
+    client.progress = _progress(config, f"{kernel.name} {label}",  # a warm-up seen at run time (checks/warmup.py)
+                                lambda what: _note_tuning(st, (spec, index), what))
     try:
         facts = client.run(check, list(shape), params, options, timeout,
                            guard=None if timed else lambda: gpu_lock(False, what=label),
@@ -185,18 +187,55 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     return dict(facts, **where_time_went(client))
 
 
-def _progress(config: pytest.Config, what: str) -> Callable[[str], None]:
+#: A warm-up that means the launcher tunes itself per shape (checks/warmup.py's names for it).
+TUNING_WARMUPS = ("Triton autotuning", "Triton benchmarking a config")
+
+
+def _note_tuning(st: GemmState, key: Any, what: str) -> None:
+    if what in TUNING_WARMUPS and key not in st.tuned_at_run_time:
+        st.tuned_at_run_time.add(key)
+
+
+def _quick_after_tuning(st: GemmState, key: Any, check: str, shape: tuple[int, int, int]) -> None:
+    """A kernel seen autotuning at run time gets what one found by its declaration gets
+    (``collection._shapes``): the quick shape set, unless ``--gemm-shapes`` chose one. Its later
+    checks at a shape of the full set only are skipped, saying why (this process found it: each
+    xdist worker finds it at its own first tuning)."""
+    if key not in st.tuned_at_run_time or st.shapes != "auto":
+        return
+    try:
+        spec = registry.get(check)
+    except ValueError:
+        return
+    quick, full = spec.quick, spec.shapes
+    if quick is None or not isinstance(quick, (list, tuple)) or not isinstance(full, (list, tuple)):
+        return
+    if tuple(shape) in map(tuple, full) and tuple(shape) not in map(tuple, quick):
+        pytest.skip(f"autotuning found at run time: the quick shape set, each shape tuned once (as for an "
+                    f"autotuner found in the launcher's code); --gemm-shapes full runs {check} at "
+                    f"{'x'.join(map(str, shape))} too")
+
+
+class _Progress:
     """Writes a kernel's warm-up progress on the terminal ("pytest-gemm: mine exact at 64x64x64:
-    warming up: Triton autotuning, 10 s so far ..."); under xdist a worker has no terminal: stderr."""
-    def say(text: str) -> None:
-        line = f"pytest-gemm: {what}: {text}"
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None and not hasattr(config, "workerinput"):
+    warming up: Triton autotuning, 10 s so far ..."; under xdist a worker has no terminal: stderr),
+    and tells ``seen`` each warm-up the kernel's process reports."""
+
+    def __init__(self, config: pytest.Config, what: str, seen: Callable[[str], None] | None = None):
+        self.config, self.what, self.seen = config, what, seen or (lambda _: None)
+
+    def __call__(self, text: str) -> None:
+        line = f"pytest-gemm: {self.what}: {text}"
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and not hasattr(self.config, "workerinput"):
             reporter.write_line(line)
         else:
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
-    return say
+
+
+def _progress(config: pytest.Config, what: str, seen: Callable[[str], None] | None = None) -> _Progress:
+    return _Progress(config, what, seen)
 
 
 def where_time_went(client: Any) -> dict[str, Any]:

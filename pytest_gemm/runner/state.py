@@ -32,6 +32,7 @@ class GemmState:
     run: Any = None                    # outputs.records.RunResults, built once at the end (results.run_results)
     sandboxes: dict[Any, Any] = field(default_factory=dict)   # kernel id (or "ladder") -> SandboxClient, LRU order
     hangs: dict[Any, Any] = field(default_factory=dict)       # (spec, index) -> checks.hangs.HangLedger
+    tuned_at_run_time: set[Any] = field(default_factory=set)  # (spec, index) of kernels seen autotuning
     cases: dict[Any, list[Any]] = field(default_factory=dict)  # (spec, index) -> its (check, shape, params), collected
     shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
     compile_arches: str = "claimed"    # gemm_compile_arches: claimed, or device (this GPU's only, when there is one)

@@ -1,9 +1,11 @@
 """The launch trace's options (``checks/launch_trace.py``): switching it off, and the course
 setting that requires the student's own kernel.
 
-- ``--gemm-trace on|off`` (ini ``gemm_trace``; env ``PYTEST_GEMM_TRACE=off``): CUPTI traces every
-  check's GPU launches (on, the default, where CUPTI is available); off compares timings
-  without it.
+- ``--gemm-trace auto|on|off`` (ini ``gemm_trace``; env ``PYTEST_GEMM_TRACE=off``): CUPTI traces
+  each check's GPU launches where CUPTI is available. ``auto`` (the default) traces every Python
+  launcher (what it runs is its own business) and, under the course setting, every kernel; a CUDA C
+  kernel pytest-gemm launches itself (one launch a call, its resources in the compile report) is
+  traced with ``on``. ``off`` compares timings without it.
 - ``--gemm-own-kernel`` (ini ``gemm_own_kernel = true``): a check whose launches include a vendor
   library's kernels fails as ``vendor_kernel``. Off by default.
 - ``--gemm-vendor-kernel REGEX`` (repeatable; ini ``gemm_vendor_kernels``, one per line): more
@@ -20,16 +22,17 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("gemm")
-    group.addoption("--gemm-trace", choices=("on", "off"), default=None,
-                    help="trace every check's GPU kernel launches with CUPTI (on, the default, where the "
-                         "cupti-python binding and a GPU are there); off: no trace (e.g. to compare timings)")
+    group.addoption("--gemm-trace", choices=("auto", "on", "off"), default=None,
+                    help="trace each check's GPU kernel launches with CUPTI, where the cupti-python binding and a "
+                         "GPU are there: auto (the default) traces Python launchers, and every kernel under "
+                         "--gemm-own-kernel; on: CUDA C kernels too; off: no trace (e.g. to compare timings)")
     group.addoption("--gemm-own-kernel", action="store_true", default=None,
                     help="a course's rule: a check whose launches include cuBLAS, cuBLASLt, CUTLASS or cuDNN "
                          "kernels (or --gemm-vendor-kernel patterns) fails as vendor_kernel")
     group.addoption("--gemm-vendor-kernel", action="append", default=[], metavar="REGEX",
                     help="with --gemm-own-kernel: a kernel-name pattern (Python regex) that is not the student's "
                          "own either (repeatable)")
-    parser.addini("gemm_trace", default="", help="on (default) or off: like --gemm-trace")
+    parser.addini("gemm_trace", default="", help="auto (default), on or off: like --gemm-trace")
     parser.addini("gemm_own_kernel", default="",
                   help="true: require the student's own kernel (like --gemm-own-kernel)")
     parser.addini("gemm_vendor_kernels", type="linelist", default=[],
@@ -40,9 +43,9 @@ def trace_options(config: pytest.Config) -> dict[str, Any]:
     """The options a check's child reads (``trace``, ``own_kernel``, ``vendor_kernels``)."""
     import re
 
-    trace = config.getoption("gemm_trace", None) or str(config.getini("gemm_trace") or "").strip().lower() or "on"
-    if trace not in ("on", "off"):
-        raise pytest.UsageError(f"gemm_trace = {trace!r}: expected on or off")
+    trace = config.getoption("gemm_trace", None) or str(config.getini("gemm_trace") or "").strip().lower() or "auto"
+    if trace not in ("auto", "on", "off"):
+        raise pytest.UsageError(f"gemm_trace = {trace!r}: expected auto, on or off")
     own = bool(config.getoption("gemm_own_kernel", None)) or \
         str(config.getini("gemm_own_kernel") or "").strip().lower() in TRUE_WORDS
     patterns = [*config.getoption("gemm_vendor_kernel", []), *config.getini("gemm_vendor_kernels")]
