@@ -129,7 +129,7 @@ SUITE_RUNS = [SuiteRun(
     "broken", tuple(f"{KERNELS_PY}:{name}" for name in (*BROKEN, *CORRECT)),
     select=" or ".join([*(f"({_selection(name, check, PLANS[name])})" for name, (_, _, check) in BROKEN.items()),
                         f"({_CORRECT_SELECT})"]),
-    options=("-n", "4"), timeout=330)]
+    options=("-n", "4"), timeout=480)]
 
 
 def _summary_text(record: dict[str, Any]) -> str:

@@ -48,7 +48,7 @@ def _run(group: str, workers: str) -> list[SuiteRun]:
     if group == "numba" and os.environ.get(NUMBA_SITE_ENV):
         env = (("PYTHONPATH", os.pathsep.join(filter(None, [os.environ[NUMBA_SITE_ENV],
                                                             os.environ.get("PYTHONPATH")]))),)
-    return [SuiteRun(f"eco-{group}", specs, options=("-n", workers), timeout=330, env=env)] if specs else []
+    return [SuiteRun(f"eco-{group}", specs, options=("-n", workers), timeout=480, env=env)] if specs else []
 
 
 # One pytest process per group (tests/gpu_runs.py), beside the other GPU tests' runs: the Triton

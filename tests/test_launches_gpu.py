@@ -28,7 +28,7 @@ NAMES = ("calls_cupy_matmul", "merged_launch", "split_k")
 SUITE_RUNS = [SuiteRun("launches", tuple(f"{KERNELS}:{name}" for name in NAMES),
                        select="launch or exact or speed",
                        options=("-n", "2", "--gemm-own-kernel", "--gemm-shapes", "quick",
-                                "--gemm-bench-shape", "1024"), timeout=330),
+                                "--gemm-bench-shape", "1024"), timeout=480),
               *(r for r in eco_gpu.SUITE_RUNS if r.name in ("eco-triton", "eco-rest"))]
 
 

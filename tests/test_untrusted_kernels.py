@@ -167,9 +167,9 @@ SUITE_RUNS = [
              select=" or ".join([*(f"({_selection(name, check, PLANS[name])})" for name, (_, _, check)
                                    in UNTRUSTED.items() if _run_of(name) == "untrusted"),
                                  *(f"speed-{name}" for name in SPEED_PAIR)]),
-             options=("-n", "4"), timeout=330),
+             options=("-n", "4"), timeout=480),
     SuiteRun("hang", (f"{KERNELS_PY}:endless_loop",), select=_selection("endless_loop", "exact", PLANS["endless_loop"]),
-             options=("--gemm-timeout", str(HANG_TIMEOUT)), timeout=330),
+             options=("--gemm-timeout", str(HANG_TIMEOUT)), timeout=480),
 ]
 
 
@@ -228,7 +228,7 @@ _BROKEN_CASES = " or ".join(f"exact-{name}-{shape}" for name, (_, shapes) in HEA
 SUITE_RUNS.append(SuiteRun(
     "combined", tuple(f"{KERNELS_PY}:{name}" for name in (*HEALTHY_RUN_FAILS, "healthy")),
     select=f"healthy or {_BROKEN_CASES}",
-    options=("-v", "--gemm-timeout", str(COMBINED_TIMEOUT), "--gemm-bench-shape", "2048"), timeout=330))
+    options=("-v", "--gemm-timeout", str(COMBINED_TIMEOUT), "--gemm-bench-shape", "2048"), timeout=480))
 
 
 def test_faults_a_hang_and_an_exit_cost_only_their_own_tests(suite_runs: SuiteRuns, record_property: Any):
@@ -270,7 +270,7 @@ def test_faults_a_hang_and_an_exit_cost_only_their_own_tests(suite_runs: SuiteRu
 # -- a fault costs what a hang costs ----------------------------------------------------
 
 SUITE_RUNS.append(SuiteRun("faults", (f"{KERNELS_PY}:illegal_address", f"{KERNELS_PY}:faults_at_m1"),
-                           select="not sweep", timeout=330))
+                           select="not sweep", timeout=480))
 
 
 def test_a_kernel_faulting_everywhere_costs_seconds_and_one_faulting_at_m1_earns_every_other_check(

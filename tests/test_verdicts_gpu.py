@@ -51,7 +51,7 @@ def _spec(name: str) -> str:
 TIMED_HERE = ("patches_timer", "tutorial_epilogue", "coarse_multiple", "torch_default_stream")
 SUITE_RUNS = [SuiteRun("verdicts", tuple(_spec(name) for name in EXPECTED),
                        select="not speed or " + " or ".join(f"speed-{name}-" for name in TIMED_HERE if name in EXPECTED),
-                       options=("-n", "4", "--gemm-timeout", "60", "--gemm-bench-shape", "1024"), timeout=330)]
+                       options=("-n", "4", "--gemm-timeout", "60", "--gemm-bench-shape", "1024"), timeout=480)]
 
 
 @pytest.fixture(scope="module")

@@ -39,9 +39,9 @@ def _cold() -> tuple[tuple[str, str], ...]:
 
 SUITE_RUNS = [] if MISSING else [
     SuiteRun("warmup-inside", tuple(f"{LAUNCHERS}:{name}" for name in INSIDE), options=("-n", "3"),
-             timeout=330, env=_cold()),
+             timeout=480, env=_cold()),
     SuiteRun("warmup-ways", tuple(f"{LAUNCHERS}:{name}" for name in WAYS), select="not speed",
-             options=("-n", "2", "--gemm-shapes", "quick"), timeout=330, env=_cold()),
+             options=("-n", "2", "--gemm-shapes", "quick"), timeout=480, env=_cold()),
 ]
 
 
