@@ -149,3 +149,27 @@ def test_only_things_with_a_forward_method_look_like_modules():
     assert not looks_like_module(np)
     with pytest.raises(GemmSpecError, match="not a module"):
         module_kernel(object())
+
+
+def test_a_launcher_with_its_own_defaulted_parameters_is_called_with_three():
+    """The contract is that the suite calls f(a, b, c) (or f(a, b, c, alpha, beta)): a launcher with
+    parameters of its own that have defaults (stream=None, input_precision=None) keeps it, and one
+    that needs a fourth argument does not."""
+    import pytest
+
+    from pytest_gemm.model.contract import GemmSpecError, kernel
+
+    def with_stream(a, b, c, stream=None): ...
+    def scaled(a, b, c, alpha, beta, stream=None): ...
+    def named(a, b, c, alpha=1.0, beta=0.0): ...
+    def needs_four(a, b, c, d): ...
+
+    k = kernel()(with_stream)
+    k.validate()
+    assert not k.takes_alpha_beta
+    for fn in (scaled, named):
+        k = kernel()(fn)
+        k.validate()
+        assert k.takes_alpha_beta
+    with pytest.raises(GemmSpecError, match="takes 4 positional parameters"):
+        kernel()(needs_four).validate()

@@ -21,7 +21,7 @@ Needs a GPU: skipped with the reason on a machine without one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -175,12 +175,27 @@ SUITE_RUNS = [
 
 # -- one kernel at a time ------------------------------------------------------------------
 
+#: Kernels whose timed calls launch nothing after their first ones: with the launch trace the
+#: speed check sees that first (``timing_escape``, "launched none", which outranks the stale data,
+#: outputs/verdicts.py ROOT_CAUSE_ORDER); without it (no CUPTI) the data says ``stale_output``.
+TRACE_SEES_FIRST = ("cached_result", "first_call_only")
+
+
+def _speed_traced(entry: dict[str, Any]) -> bool:
+    speed = [c for c in entry["checks"] if c["check"] == "speed"]
+    return bool(speed) and "kernels" in (speed[0].get("launches") or {})
+
+
 @pytest.mark.parametrize("name", list(UNTRUSTED))
 def test_untrusted_kernel_costs_only_its_own_tests(suite_runs: SuiteRuns, name: str):
     kernel, category, check = UNTRUSTED[name]
     run = suite_runs.result(_run_of(name))
     entry = run.entry(name)
-    assert_caught(name, check, category, PLANS[name], entry, run.output)
+    plan = PLANS[name]
+    if name in TRACE_SEES_FIRST and _speed_traced(entry):
+        category = "timing_escape"
+        plan = replace(plan, words=(("fewer launches than calls",), ("launched none",)))
+    assert_caught(name, check, category, plan, entry, run.output)
     assert run.returncode == pytest.ExitCode.TESTS_FAILED, run.output[-4000:]
     print(f"{name}: {len(entry['checks'])} checks; its run took {run.wall_s:.1f} s")
 

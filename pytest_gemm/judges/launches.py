@@ -217,8 +217,9 @@ def call_escape(calls: Sequence[CallWindow], launches: Sequence[Launch]) -> tupl
       harness awaits, everything on the stream it times, was done); a kernel launched
       asynchronously on that stream, however long after the launcher returned it runs, ends
       before that and is never flagged;
-    - fewer launches than calls: some timed calls launched GPU kernels and others none, so a
-      launch served several calls (a launcher that never launches a kernel, working with copies
+    - fewer launches than calls: some timed calls launched GPU kernels and others none, so those
+      calls' outputs came from other calls' launches (a merged launch) or from none (a kept result)
+      (a launcher that never launches a kernel, working with copies
       alone, is not judged here).
     """
     timed = [c for c in calls if c.awaited_ns is not None]
@@ -241,8 +242,8 @@ def call_escape(calls: Sequence[CallWindow], launches: Sequence[Launch]) -> tupl
     if idle and sum(counts):
         names = summary_line(group(x for c in timed for x in mine.get(c.index, [])))
         return (f"fewer launches than calls: {len(timed)} timed calls launched {sum(counts)} GPU kernel"
-                f"{'s' if sum(counts) != 1 else ''} ({names}); {idle} calls launched none: one launch "
-                "served several calls: not ranked",
+                f"{'s' if sum(counts) != 1 else ''} ({names}); {idle} calls launched none, so their outputs "
+                "were not computed by launches of their own: not ranked",
                 ["each call must compute its own output with its own launches: a kernel that batches or "
                  "merges calls is timed for less work than it was asked to do"])
     return None

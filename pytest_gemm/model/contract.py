@@ -319,15 +319,23 @@ class PyKernel:
             except GemmSpecError as exc:
                 raise GemmSpecError(f"{label}: builds: {exc}") from None
         params = _positional_params(self.fn)
-        if len(params) not in (3, 5):
+        required = [p for p in params if p.default is p.empty]
+        if not (len(required) <= 3 <= len(params) or self.takes_alpha_beta):  # callable as f(a, b, c)
             raise GemmSpecError(
                 f"{label}: a @kernel function takes (a, b, c) or (a, b, c, alpha, beta), "
                 f"but {self.fn.__name__} takes {len(params)} positional parameters"
+                + (f", {len(required)} without a default" if len(required) != len(params) else "")
             )
 
     @property
     def takes_alpha_beta(self) -> bool:
-        return len(_positional_params(self.fn)) == 5
+        """Called as ``f(a, b, c, alpha, beta)``: five parameters without defaults, or the fourth
+        and fifth named alpha and beta. Further parameters with defaults (``stream=None``) are the
+        launcher's own business: it is still called as ``f(a, b, c)``."""
+        params = _positional_params(self.fn)
+        required = [p for p in params if p.default is p.empty]
+        return len(required) == 5 or (len(required) <= 5 <= len(params)
+                                      and [p.name for p in params[3:5]] == ["alpha", "beta"])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
