@@ -47,7 +47,10 @@ def nvrtc() -> None:
         pytest.skip(f"needs NVRTC: {missing}")
 
 
-def test_one_syntax_error_under_every_architecture_is_shown_once(pytester: pytest.Pytester, nvrtc):
+def test_one_syntax_error_under_every_architecture_is_shown_once(pytester: pytest.Pytester, nvrtc, monkeypatch):
+    # as on a user's terminal: with CI set, pytest's own short summary repeats each message whole
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
     pytester.makefile(".cu", mm=BAD_CU)
     pytester.makepyfile(mine=DECLARE.format("tile=(16, 16)"))
     result = pytester.runpytest_subprocess("--gemm-kernel", "mine.py:k", "--gemm-arch", "all", "-p", "no:cacheprovider")
