@@ -51,5 +51,7 @@ def test_the_command_reads_a_log_file(tmp_path, capsys):
     assert "presumed hung (no timing while they ran, the other checks went on): 1 checks, 0.6 s" in out
     assert "GPU LOCK: 5 holds over 5.0 s" in out and "alone (timed checks): 1 holds, 1.0 s held (20 % of the span)" in out
     assert "draining" in out and "held by no one: 0.5 s (10 %)" in out
-    assert lock_log.main([]) == 2
+    with pytest.raises(SystemExit) as no_log:
+        lock_log.main([])
+    assert no_log.value.code == 2
     assert lock_log.render(lock_log.summarize([])) == "GPU LOCK: no holds logged"

@@ -88,3 +88,18 @@ def test_every_timed_check_takes_the_gpu_alone_and_waits_for_quiet_itself():
     for check in timed:
         source = (package / f"{check.module}.py").read_text()
         assert "gpu_lock(True" in source and "gpu_quiet(" in source and "step_aside" in source, check.name
+
+
+def test_importing_every_check_module_touches_no_cuda():
+    """The checks import the judges and the harness at their top; CuPy and CUDA's bindings only
+    inside the functions that launch (the plugin process and a --collect-only run load no CUDA)."""
+    import subprocess
+    import sys
+
+    modules = sorted({c.module for c in registry.CHECKS})
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module('pytest_gemm.checks.' + m)\n"
+            "print(sorted(k for k in ('cupy', 'cuda.bindings', 'cupy_backends') if k in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"a check module imports CUDA at its top: {done.stdout}"

@@ -341,3 +341,30 @@ def test_the_docs_name_a_source_for_every_failing_category_and_every_note():
     reported = {c for check in registry.CHECKS for c in check.categories}
     assert reported <= failing and not reported & set(cat.NOTES)  # no check fails with a note
     assert set(re.findall(r"^\| `([a-z_0-9]+)` \| [^|]*\w[^|]* \|$", notes, re.M)) == set(cat.NOTES)
+
+
+def test_the_verdict_s_lists_of_checks_are_the_registry_s():
+    """Where a failure showed first (registry order), which checks judge values (``judges_values``)
+    and which time (``timed``) come from checks/registry.py: verdicts.py types no list of checks."""
+    import ast
+    from pathlib import Path
+
+    from pytest_gemm.checks import registry
+    from pytest_gemm.outputs import verdicts
+
+    assert verdicts._CHECK_ORDER == tuple(c.name for c in registry.CHECKS)
+    assert verdicts._CORRECTNESS == tuple(c.name for c in registry.CHECKS if c.judges_values)
+    assert verdicts.TIMED_CHECKS == tuple(c.name for c in registry.CHECKS if c.timed)
+    names = set(registry.BY_NAME)
+    typed = [node.lineno for node in ast.walk(ast.parse(Path(verdicts.__file__).read_text()))
+             if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+             and sum(isinstance(e, ast.Constant) and e.value in names for e in node.elts) >= 3]
+    assert not typed, f"outputs/verdicts.py types a list of checks at line(s) {typed}: derive it from the registry"
+
+
+def test_a_check_that_judges_values_takes_part_in_precision_evidence():
+    """judges_values is what the rules read: a wrong value from a check the registry marks so
+    blocks the precision_too_low finding; one from a check it does not (guards) does not."""
+    accuracy = [fail("accuracy", "precision_too_low", (256, 256, 16)), fail("accuracy", "precision_too_low", (256, 256, 1024))]
+    assert kernel_verdict([*accuracy, fail("alphabeta", "wrong_values")]).primary_category == "wrong_values"
+    assert kernel_verdict([*accuracy, fail("guards", "wrong_values")]).primary_category == "precision_too_low"

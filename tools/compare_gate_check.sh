@@ -21,6 +21,7 @@
 # fp32/fp16 timed as kernels (a control: the same code as the baseline it is compared with).
 # Logs, reports and comparisons (tools/compare_reports.py --out) go to $OUT/compare-gate.
 set -uo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 export PYTHONUNBUFFERED=1
 out="${OUT:-gpu-out}/compare-gate"
 mkdir -p "$out"

@@ -44,12 +44,16 @@
 # so that one stuck stage cannot take the others' results with it.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
+# The stages, one list: each has its branch in the case below (tests/test_tools.py checks both ways)
+stages="gpu-tests tests untrusted ladder one parallel perf followup diagnose sizes verdicts hang scale class course cutlass ecosystems"
+usage="usage: bash tools/gpu_session.sh STAGE... (${stages// /|}; --help says what each does)"
+case "${1:-}" in -h|--help) echo "$usage"; sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+[ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
+for stage in "$@"; do
+  case " $stages " in *" $stage "*) ;; *) echo "unknown stage: $stage; $usage" >&2; exit 2 ;; esac
+done
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
-[ $# -gt 0 ] || { echo "usage: bash tools/gpu_session.sh gpu-tests|tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|course|cutlass|ecosystems ..." >&2; exit 2; }
-for stage in "$@"; do
-  case "$stage" in gpu-tests|tests|untrusted|ladder|one|parallel|perf|followup|diagnose|sizes|verdicts|hang|scale|class|course|cutlass|ecosystems) ;; *) echo "unknown stage: $stage" >&2; exit 2 ;; esac
-done
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 # install_apart DIR WHEEL...: carried wheels into DIR alone (no index, no dependencies), to be put
 # on PYTHONPATH: the machine's own packages stay as they are.

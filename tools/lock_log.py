@@ -14,6 +14,7 @@ the GPU at all, and the longest shared holds by what they were. No GPU needed.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -134,11 +135,10 @@ def render(summary: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python tools/lock_log.py LOCK_LOG.jsonl", file=sys.stderr)
-        return 2
-    print(render(summarize(read_log(Path(args[0])))))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("log", type=Path, help="the GPU lock's log (PYTEST_GEMM_LOCK_LOG), one JSON hold a line")
+    args = parser.parse_args(argv)
+    print(render(summarize(read_log(args.log))))
     return 0
 
 

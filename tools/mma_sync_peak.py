@@ -10,6 +10,7 @@ the most any mma.sync kernel could reach on this card. Needs CuPy and an sm_80+ 
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -41,10 +42,11 @@ extern "C" __global__ void __launch_bounds__(256) mma_peak(float* out, int itera
 
 
 def main() -> None:
-    import cupy
+    argparse.ArgumentParser(description=__doc__.split("\n", 1)[0]).parse_args()
+    import cupy  # imported here, not at the top: --help needs no CUDA
 
+    from pytest_gemm.measure.cublas import cublas_fp16
     from pytest_gemm.measure.timing import time_gpu
-    from reference_kernels.cublas import cublas_fp16
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
     sms, l2 = int(props["multiProcessorCount"]), int(props["l2CacheSize"])

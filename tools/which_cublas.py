@@ -11,6 +11,7 @@ the binding cannot load (no cuBLAS: ``pip install -e ".[cuda12]"`` brings it). N
 """
 from __future__ import annotations
 
+import argparse
 import sys
 
 
@@ -26,6 +27,7 @@ def mapped(prefix: str = "libcublas") -> list[str]:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n", 1)[0]).parse_args()
     try:
         import cupy
         from cupy_backends.cuda.libs import cublas  # noqa: F401 - loads libcublas and libcublasLt

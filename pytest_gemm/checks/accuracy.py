@@ -7,6 +7,10 @@ from typing import Any
 import numpy as np
 
 from .common import Harness, reject_writes_outside_c, run_kernel
+from ..judges.bounds import check_accuracy
+from ..judges.inputs import random_inputs
+from ..judges.reference import abs_product, reference
+from ..kernels.harness import keep_secret
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
 
@@ -15,18 +19,13 @@ def assert_accurate_problem(got: Any, problem: Any, precision: str | None = None
                             alpha: float = 1.0, beta: float = 0.0, on_report: Any = None) -> Any:
     """Accuracy of ``got`` against the float64 reference of ``problem``, within the
     K- and precision-derived bound (bounds.py); returns the AccuracyReport."""
-    from ..judges.bounds import check_accuracy
-    from ..judges.reference import abs_product, reference
-
     xp = np
     if type(got).__module__.startswith("cupy"):
-        import cupy as xp  # type: ignore[no-redef]
+        import cupy as xp  # type: ignore[no-redef]  # lazy: CuPy loads CUDA
     a64, b64 = xp.asarray(problem.a64), xp.asarray(problem.b64)
     c0 = None if problem.c0 is None or beta == 0 else xp.asarray(problem.c0, dtype=xp.float64)
     ref = reference(a64, b64, alpha=alpha, beta=beta, c0=c0, xp=xp)
     if xp is not np:
-        from ..kernels.harness import keep_secret
-
         keep_secret(ref)
     gauge = abs(alpha) * abs_product(a64, b64, xp=xp)
     if c0 is not None:
@@ -43,8 +42,6 @@ def check_accuracy_random(h: Harness, shape: Shape, distribution: str, record: A
     """Random inputs: error within the bound for the declared precision. Records the error
     ratio, the bound and K (``accuracy``), which the verdict reads to tell a lower precision
     (errors that follow its rounding at every K) from a logic error."""
-    from ..judges.inputs import random_inputs
-
     problem = random_inputs(*shape, precision=h.kernel.precision, distribution=distribution, seed=5)
     result = run_kernel(h, problem)
     reject_writes_outside_c(result, "accuracy", shape)

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..judges.bounds import check_accuracy
+from ..judges.epilogue import explain_epilogue
+from ..judges.inputs import exact_inputs
+from ..judges.reference import abs_product
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape, shape_str
@@ -19,12 +23,7 @@ _RULE = "C must equal alpha*A@B + beta*C_old"
 
 
 def check_alpha_beta(h: Harness, shape: Shape, alpha: float, beta: float) -> None:
-    import cupy
-
-    from ..judges.bounds import check_accuracy
-    from ..judges.epilogue import explain_epilogue
-    from ..judges.inputs import exact_inputs
-    from ..judges.reference import abs_product
+    import cupy  # lazy: CuPy loads CUDA, and importing a check module must not
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=3, with_c=True)
     c_old = problem.c0 if beta != 0 else None

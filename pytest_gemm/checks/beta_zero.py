@@ -27,6 +27,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..judges.diagnose import assert_bit_identical
+from ..judges.inputs import exact_inputs
+from ..judges.zero_scalars import (ALPHA_ZERO_BETA, C_POISONS, ab_read_mask, alpha_zero_expected, c_read_mask, nan_like,
+                                   poisoned)
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape, shape_str
@@ -40,9 +44,6 @@ DECLARE = ("or declare the convention with beta_zero=\"reads_c\"; the report the
 
 
 def check_beta_zero(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], None]) -> None:
-    from ..judges.inputs import exact_inputs
-    from ..judges.zero_scalars import C_POISONS, c_read_mask, poisoned
-
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=6, with_c=True)
     declared_reads_c = getattr(h.kernel, "beta_zero", "blas") == "reads_c"
     m, n, _ = shape
@@ -73,15 +74,12 @@ def check_alpha_zero(h: Harness, problem: Any, declared_reads_c: bool,
     """alpha == 0: C = beta * C, with A and B poisoned (finite when the tutorial convention is
     declared). NaN where beta * C is finite (A or B was read) is recorded as a note, not a
     failure; every other output must be beta * C."""
-    import cupy
-
-    from ..judges.diagnose import assert_bit_identical
-    from ..judges.zero_scalars import ALPHA_ZERO_BETA, ab_read_mask, alpha_zero_expected, nan_like
+    import cupy  # lazy: CuPy loads CUDA, and importing a check module must not
 
     m, n = problem.m, problem.n
-    poisoned = problem if declared_reads_c else dataclasses.replace(problem, a=nan_like(problem.a),
+    nan_ab = problem if declared_reads_c else dataclasses.replace(problem, a=nan_like(problem.a),
                                                                     b=nan_like(problem.b))
-    result = run_kernel(h, poisoned, alpha=0.0, beta=ALPHA_ZERO_BETA, c_init=problem.c0)
+    result = run_kernel(h, nan_ab, alpha=0.0, beta=ALPHA_ZERO_BETA, c_init=problem.c0)
     reject_writes_outside_c(result, "beta_zero", problem.shape)
     got = to_numpy(result.c)
     want = alpha_zero_expected(problem.c0)

@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.harness import Harness, LaunchResult, harness_for  # noqa: F401  (re-exported for checks)
+from ..judges.diagnose import assert_bit_identical
+from ..judges.reference import reference
+from ..kernels.harness import Harness, LaunchResult, harness_for, keep_secret  # noqa: F401  (re-exported for checks)
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import CudaKernel, GemmKernel
@@ -69,11 +71,7 @@ CPU_REFERENCE_FLOPS = 2 ** 28  # below this the float64 reference is computed by
 def reference_f32(problem: Any, alpha: float = 1.0, beta: float = 0.0, c0: Any = None) -> Any:
     """The float64 reference as a CuPy array. Small problems are computed by numpy:
     cuBLAS loads a DGEMM kernel lazily for each new shape class, which costs seconds."""
-    import cupy
-
-    from ..judges.reference import reference
-
-    from ..kernels.harness import keep_secret
+    import cupy  # lazy, as in every function here: CuPy loads CUDA, and importing a check must not
 
     if 2 * problem.m * problem.n * problem.k <= CPU_REFERENCE_FLOPS:
         ref = cupy.asarray(reference(problem.a64, problem.b64, alpha=alpha, beta=beta,
@@ -94,13 +92,9 @@ def bits_equal(got: Any, want32: Any) -> bool:
 def assert_exact(h: Harness, result: LaunchResult, ref64: Any, problem: Any) -> None:
     import cupy
 
-    from ..kernels.harness import keep_secret
-
     want32 = ref64.astype(cupy.float32)
     keep_secret(want32)
     if bits_equal(result.c, want32):
         return
-    from ..judges.diagnose import assert_bit_identical
-
     assert_bit_identical(to_numpy(result.c), to_numpy(ref64), tile=tile_of(h.kernel),
                          a64=problem.a64, b64=problem.b64)

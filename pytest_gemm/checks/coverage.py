@@ -4,6 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from .common import Harness, reference_f32, reject_writes_outside_c, run_kernel, tile_of, to_numpy
+from ..judges.diagnose import diagnose, unwritten_mask
+from ..judges.inputs import exact_inputs
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
@@ -19,11 +21,8 @@ def check_coverage(h: Harness, shape: Shape, record: Any = lambda facts: None) -
     """C is poisoned before the launch; every element must be overwritten. A CUDA kernel that
     wrote nothing is launched once more with a fresh call history (its module loaded again):
     if that launch writes every element, state kept between launches stopped it."""
-    import cupy
-
-    from ..judges.diagnose import diagnose, unwritten_mask
-    from ..judges.inputs import exact_inputs
-    from .history_replay import with_fresh_history
+    import cupy  # lazy: CuPy loads CUDA, and importing a check module must not
+    from .history_replay import with_fresh_history  # lazy: a rare path (C left wholly unwritten)
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=1)
     result = run_kernel(h, problem)

@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .common import Harness, assert_exact, reference_f32, reject_writes_outside_c, run_kernel
+from ..judges.bounds import rounding_sized
+from ..judges.inputs import exact_inputs
+from ..judges.reference import abs_product
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
@@ -19,8 +22,6 @@ from ..model.shapes import Shape
 def check_exact(h: Harness, shape: Shape, seed: int = 0,
                 record: Callable[[dict[str, Any]], None] = lambda facts: None) -> None:
     """Integer inputs, every product and sum exact: the output must match bit for bit."""
-    from ..judges.inputs import exact_inputs
-
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=seed)
     result = run_kernel(h, problem)
     reject_writes_outside_c(result, "exact", shape)
@@ -34,10 +35,7 @@ def check_exact(h: Harness, shape: Shape, seed: int = 0,
 
 
 def _error_size(h: Harness, got: Any, ref64: Any, problem: Any, pattern: bool) -> dict[str, Any]:
-    import cupy
-
-    from ..judges.bounds import rounding_sized
-    from ..judges.reference import abs_product
+    import cupy  # lazy: CuPy loads CUDA, and importing a check module must not
 
     gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
     facts = rounding_sized(got, ref64, gauge, problem.k, h.kernel.precision, xp=cupy)

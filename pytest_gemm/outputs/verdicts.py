@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..checks.registry import CHECKS
 from ..model import categories as cat
 
 # records.CheckRecord: not imported, since records imports this module to build each kernel's result
 CheckRecord = Any
 
 UNTRUSTED_TIMING = (cat.TIMING_ESCAPE, cat.STALE_OUTPUT)
-TIMED_CHECKS = ("speed", "sweep")
+TIMED_CHECKS = tuple(c.name for c in CHECKS if c.timed)
 
 # Root causes, most fundamental first: a failure of an earlier kind explains later ones
 # (a fault or a race makes values wrong; wrong values make a timed output wrong).
@@ -29,8 +30,8 @@ ROOT_CAUSE_ORDER: tuple[str, ...] = (
 # BLAS's zero-scalar rule (beta == 0: C is not read): a kernel that breaks only it is right on every
 # finite input, and ranked. Reading A and B at alpha == 0 is a note (``cat.NOTES``), not a rule.
 BLAS_ZERO_RULES = (cat.BETA_ZERO_READS_C,)
-_CHECK_ORDER = ("compile", "launch", "exact", "coverage", "guards", "alphabeta", "beta_zero", "deterministic",
-                "accuracy", "speed", "sweep")
+# Where a failure showed first: the registry's order (compile, launch, exact, ...), then the smaller shape
+_CHECK_ORDER = tuple(c.name for c in CHECKS)
 
 
 @dataclass
@@ -60,7 +61,8 @@ def _order(r: CheckRecord) -> tuple[int, int]:
     return check, _size(r)
 
 
-_CORRECTNESS = ("exact", "coverage", "alphabeta", "beta_zero", "accuracy")
+# The checks that compare C's values with the reference (``judges_values`` in the registry)
+_CORRECTNESS = tuple(c.name for c in CHECKS if c.judges_values)
 
 
 def _precision_evidence(checks: Sequence[CheckRecord]) -> bool:

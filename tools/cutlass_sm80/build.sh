@@ -5,6 +5,7 @@
 #   CUTLASS_DIR=$(python3 -c "import cutlass_library, os; print(os.path.dirname(cutlass_library.__file__))")/source
 # Output: tools/cutlass_sm80/build/ (carry it to a GPU machine that has no nvcc or no CUTLASS).
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"
 : "${CUTLASS_DIR:?set CUTLASS_DIR to a CUTLASS checkout (with include/cutlass/cutlass.h)}"
 out="$here/build"
