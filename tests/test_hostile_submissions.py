@@ -110,3 +110,18 @@ def test_hostile_submissions_change_no_grade_but_their_own(tmp_path, level):
     assert received == [], "a submission reached a server on 127.0.0.1"
     assert hashlib.sha256(package.read_bytes()).hexdigest() == before
     assert not list(Path(sysconfig.get_paths()["purelib"]).glob("gemm_hostile_*"))
+
+
+def test_a_checkout_installed_with_pip_e_is_not_readable_whole(monkeypatch):
+    """The confinement reads pytest-gemm's own packages, not the folder holding them: installed
+    from a checkout (pip install -e), that folder is the checkout, with whatever a course keeps
+    beside the package (its hidden tests, other submissions)."""
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    root = Path(confine.__file__).resolve().parents[2]
+    paths = confine._python_paths()
+    assert str(root / "pytest_gemm") in paths or any(str(root).startswith(p) for p in paths)
+    if "site-packages" not in str(root) and "dist-packages" not in str(root):  # a checkout
+        assert str(root) not in paths, paths
+        assert not any(p.startswith(str(root)) and not p.startswith(str(root / "pytest_gemm"))
+                       and not p.startswith(str(root / "reference_kernels")) and not p.startswith(str(root / "conformance"))
+                       for p in paths), paths

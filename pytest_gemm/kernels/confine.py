@@ -182,9 +182,12 @@ def _python_paths() -> list[str]:
     """What the child must read to run Python and pytest-gemm: the interpreter's prefixes and the
     import path entries that are installed packages or the grader's own PYTHONPATH (never a
     test folder pytest put on sys.path: a course's hidden tests stay hidden)."""
-    package_root = str(Path(__file__).resolve().parent.parent.parent)
+    # pytest-gemm's own packages, not the folder holding them: installed from a checkout
+    # (pip install -e), that folder is the checkout, with whatever else a course keeps there
+    package_root = Path(__file__).resolve().parent.parent.parent
+    packages = [str(package_root / name) for name in ("pytest_gemm", "reference_kernels", "conformance")]
     given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, package_root, *given}
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *packages, *given}
     for entry in sys.path:
         if entry and ("site-packages" in entry or "dist-packages" in entry):
             roots.add(entry)
