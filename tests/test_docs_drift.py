@@ -229,3 +229,20 @@ def test_the_readme_is_what_a_newcomer_needs_and_points_to_docs():
     # every page that was cut from the README is named in it (pages other issues add get their line at merge)
     assert {f"docs/{n}.md" for n in ("options", "kernels", "checks", "fixtures", "ladder", "courses", "ci", "report",
                                      "tools")} <= named & pages, sorted(named)
+
+
+def test_every_gemm_option_and_ini_key_is_in_the_options_page(pytester):
+    """docs/options.md says it lists every --gemm-* option and ini key: `pytest --help` (the plugin's
+    own registrations) is the list it is held to."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "options.md").read_text()
+    shown = pytester.runpytest("--help").stdout.str()
+    options = set(re.findall(r"(--gemm-[a-z-]+)", shown))
+    keys = set(re.findall(r"^  (gemm_[a-z_]+) ", shown, re.M))
+    assert len(options) >= 20 and keys, shown[-3000:]
+    documents = [text] + [(Path(__file__).resolve().parent.parent / "docs" / name).read_text()
+                          for name in ("courses.md",)]  # the grading keys (weights, visibility) live there
+    missing = sorted(o for o in options | keys if not any(o in d for d in documents))
+    assert missing == [], f"not in docs/options.md: {missing}"
