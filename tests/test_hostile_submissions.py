@@ -122,6 +122,10 @@ def test_a_checkout_installed_with_pip_e_is_not_readable_whole(monkeypatch):
     assert str(root / "pytest_gemm") in paths or any(str(root).startswith(p) for p in paths)
     if "site-packages" not in str(root) and "dist-packages" not in str(root):  # a checkout
         assert str(root) not in paths, paths
-        assert not any(p.startswith(str(root)) and not p.startswith(str(root / "pytest_gemm"))
-                       and not p.startswith(str(root / "reference_kernels")) and not p.startswith(str(root / "conformance"))
-                       for p in paths), paths
+        import os
+        import sys
+
+        python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}  # a .venv inside it
+        allowed = [str(root / name) for name in ("pytest_gemm", "reference_kernels", "conformance")] + sorted(python)
+        assert not [p for p in paths if p.startswith(str(root) + os.sep)
+                    and not any(p == a or p.startswith(a + os.sep) for a in allowed)], paths
