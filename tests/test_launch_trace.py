@@ -3,6 +3,7 @@ session (measure/trace.py) against a fake ``cupti`` binding, the path with no CU
 the outputs (terminal lines, JSON report against its schema, JUnit, Gradescope)."""
 from __future__ import annotations
 
+import os
 import sys
 import types
 from typing import Any
@@ -400,3 +401,16 @@ def test_the_course_example_requires_the_student_s_own_kernel(pytester):
     pytester.makeini(ini.read_text())
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines(["*--gemm-own-kernel*", "*--gemm-trace*"])
+
+
+def test_trace_off_by_option_reaches_the_kernel_processes(monkeypatch):
+    """--gemm-trace off is exported to the environment the kernel processes inherit, so their
+    start-up (measure.trace.prepare) does not start CUPTI either; auto and on export nothing."""
+    from pytest_gemm.measure import trace
+    from pytest_gemm.runner.trace_options import export_choice
+
+    monkeypatch.delenv(trace.TRACE_ENV, raising=False)
+    export_choice(_Config({"gemm_trace": "auto"}, {}))
+    assert trace.TRACE_ENV not in os.environ and trace.switched_off() is None
+    export_choice(_Config({}, {"gemm_trace": "off"}))
+    assert os.environ[trace.TRACE_ENV] == "off" and trace.switched_off() is not None

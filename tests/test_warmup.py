@@ -174,7 +174,7 @@ def test_a_kernel_seen_autotuning_at_run_time_gets_the_quick_shape_set():
     execution._quick_after_tuning(st, key, "exact", full_only)  # not seen tuning yet: runs
 
     no_terminal = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=lambda name: None))  # says it on stderr
-    progress = execution._progress(no_terminal, "k exact at 1x1x1", lambda what: execution._note_tuning(st, key, what))
+    progress = execution.Progress(no_terminal, "k exact at 1x1x1", lambda what: execution._note_tuning(st, key, what))
     clock = WarmupClock(60.0, progress)
     clock.event({"event": "warmup", "what": "CuPy compiling (NVRTC)", "seconds": 0.5})
     assert key not in st.tuned_at_run_time  # a compile is a warm-up, not a tuner

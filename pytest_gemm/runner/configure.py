@@ -239,6 +239,9 @@ def configure(config: pytest.Config) -> None:
     from .compare import configure_compare
 
     configure_compare(config)  # --gemm-compare, --gemm-compare-fail: checked now, not after the run
+    from .trace_options import export_choice
+
+    export_choice(config)  # --gemm-trace off: the kernel processes never start CUPTI
     if specs and getattr(opt, "gemm_isolation", "process") == "none":
         from ..measure.integrity import pin
 

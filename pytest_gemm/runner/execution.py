@@ -163,8 +163,8 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     rootdir = str(config.invocation_params.dir)
     client = acquire(st.sandboxes, key, lambda: SandboxClient(spec, index, rootdir), max_live_sandboxes())
     client.target(spec, index)
-    client.progress = _progress(config, f"{kernel.name} {label}",  # a warm-up seen at run time (checks/warmup.py)
-                                lambda what: _note_tuning(st, (spec, index), what))
+    client.progress = Progress(config, f"{kernel.name} {label}",  # a warm-up seen at run time (checks/warmup.py)
+                               lambda what: _note_tuning(st, (spec, index), what))
     try:
         facts = client.run(check, list(shape), params, options, timeout,
                            guard=None if timed else lambda: gpu_lock(False, what=label),
@@ -192,7 +192,7 @@ TUNING_WARMUPS = ("Triton autotuning", "Triton benchmarking a config")
 
 
 def _note_tuning(st: GemmState, key: Any, what: str) -> None:
-    if what in TUNING_WARMUPS and key not in st.tuned_at_run_time:
+    if what in TUNING_WARMUPS:
         st.tuned_at_run_time.add(key)
 
 
@@ -216,7 +216,7 @@ def _quick_after_tuning(st: GemmState, key: Any, check: str, shape: tuple[int, i
                     f"{'x'.join(map(str, shape))} too")
 
 
-class _Progress:
+class Progress:
     """Writes a kernel's warm-up progress on the terminal ("pytest-gemm: mine exact at 64x64x64:
     warming up: Triton autotuning, 10 s so far ..."; under xdist a worker has no terminal: stderr),
     and tells ``seen`` each warm-up the kernel's process reports."""
@@ -233,9 +233,6 @@ class _Progress:
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
 
-
-def _progress(config: pytest.Config, what: str, seen: Callable[[str], None] | None = None) -> _Progress:
-    return _Progress(config, what, seen)
 
 
 def where_time_went(client: Any) -> dict[str, Any]:

@@ -56,3 +56,16 @@ def trace_options(config: pytest.Config) -> dict[str, Any]:
             raise pytest.UsageError(f"gemm vendor kernel pattern {p!r} is not a regular expression ({exc}); "
                                     "give a Python regex, e.g. 'magma_.*gemm'") from None
     return {"trace": trace, "own_kernel": own, "vendor_kernels": patterns}
+
+
+def export_choice(config: pytest.Config) -> None:
+    """``--gemm-trace off`` (or ``gemm_trace = off``) reaches the kernel processes through the
+    environment they inherit, so that CUPTI is not even started there (``measure.trace.prepare``
+    runs at a process's start-up, before any check's options arrive): an untraced run, the one
+    a timing is compared against, never loads the profiler."""
+    import os
+
+    from ..measure.trace import TRACE_ENV
+
+    if trace_options(config)["trace"] == "off":
+        os.environ[TRACE_ENV] = "off"
