@@ -154,10 +154,10 @@ def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(t
     assert asides[0].__self__.exclusive and asides[0].__func__ is lock_module.GpuHold.step_aside  # it may step aside
 
 
-def _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, replaced_after: str):
-    """check_speed with every GPU step faked; the timer reads as replaced from step
-    ``replaced_after`` on ("start": before the check). Returns the steps that ran and the failure."""
-    from pytest_gemm.checks import speed
+def _steps_with_a_timer_replaced_after(monkeypatch, replaced_after: str):
+    """(ran, step): ``step(name, value)`` makes a fake GPU step that logs its name in ``ran``; the
+    timer reads as replaced from step ``replaced_after`` on ("start": before the check), as a
+    launcher that patches it in its first call."""
     from pytest_gemm.measure import integrity
 
     ran: list[str] = []
@@ -168,10 +168,18 @@ def _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, rep
         def fn(*args, **kwargs):
             ran.append(name)
             if name == replaced_after:
-                replaced[0] = True  # as a launcher that patches the timer in its first call
+                replaced[0] = True
             return value
         return fn
+    return ran, step
 
+
+def _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, replaced_after: str):
+    """check_speed with every GPU step faked; the timer reads as replaced from step
+    ``replaced_after`` on ("start": before the check). Returns the steps that ran and the failure."""
+    from pytest_gemm.checks import speed
+
+    ran, step = _steps_with_a_timer_replaced_after(monkeypatch, replaced_after)
     h = _fake_speed_check_steps(monkeypatch, tmp_path, step)
     with pytest.raises(GemmCheckFailure) as failure:
         speed.check_speed(h, (64, 64, 64), lambda facts: None, None)
@@ -197,19 +205,9 @@ def _sweep_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, replaced_
     the sweep shares the roofs with the run too, so a replaced timer must be seen before they are measured."""
     from pytest_gemm.checks import sweep
     from pytest_gemm.kernels import harness
-    from pytest_gemm.measure import cublas, integrity, roofs, timed
+    from pytest_gemm.measure import cublas, roofs, timed
 
-    ran: list[str] = []
-    replaced = [replaced_after == "start"]
-    monkeypatch.setattr(integrity, "tampered", lambda: ["cupy.cuda.get_elapsed_time"] if replaced[0] else [])
-
-    def step(name, value=None):
-        def fn(*args, **kwargs):
-            ran.append(name)
-            if name == replaced_after:
-                replaced[0] = True
-            return value
-        return fn
+    ran, step = _steps_with_a_timer_replaced_after(monkeypatch, replaced_after)
 
     monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path))
     pool = types.SimpleNamespace(free_all_blocks=lambda: None)
