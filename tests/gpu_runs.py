@@ -9,8 +9,9 @@ then waits for its own run and reads its JSON report, validated against the ship
 Running the runs side by side is what keeps ``bash tools/gpu_session.sh gpu-tests`` within its
 six minutes: each is one pytest process (with its own ``-n``) covering many kernels, instead of
 one process per kernel one after another. They share the GPU through pytest-gemm's GPU-wide
-lock (timed checks hold it alone), and the roofs and cuBLAS timings through one
-``PYTEST_GEMM_MEASURE_CACHE`` folder.
+lock (timed checks hold it alone), the roofs and cuBLAS timings through one
+``PYTEST_GEMM_MEASURE_CACHE`` folder, and Triton's compiled kernels through one
+``TRITON_CACHE_DIR`` (a run may set its own: the warm-up target's cold run does).
 """
 from __future__ import annotations
 
@@ -99,6 +100,9 @@ def start(run: SuiteRun, folder: Path, measure_cache: Path | None = None) -> Sta
     env = {**os.environ, **dict(run.env)}
     if measure_cache is not None:
         env.setdefault(CACHE_ENV, str(measure_cache))  # roofs and cuBLAS timed once for all runs
+        # one Triton cache for the session's Triton runs (cold at its start): the tutorial kernel's
+        # configs compiled once, not once per run on 16 cores shared by every run
+        env.setdefault("TRITON_CACHE_DIR", str(measure_cache.parent / "triton-cache"))
     log = open(folder / "log.txt", "w")
     process = subprocess.Popen(run.args(folder / "report.json"), cwd=folder, stdout=log, stderr=subprocess.STDOUT,
                                env=env, start_new_session=True)

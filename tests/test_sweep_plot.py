@@ -350,6 +350,9 @@ def fake_gpu(monkeypatch):
         return summarize([state.speeds[who](shape)] * 5, 2.0 * shape[0] * shape[1] * shape[2]), verify
 
     monkeypatch.setattr(performance, "timed_run", timed_run)
+    state.warmed = []  # (shape, runs timed before it): a launcher's warm-up at each size, before the GPU is taken alone
+    monkeypatch.setattr(performance, "warm_outside_lock",
+                        lambda h, shape, problems: state.warmed.append((tuple(shape), len(state.runs))))
 
     def harness(multiple_of=(1, 1, 1)):
         kernel = PyKernel(fn=lambda a, b, c: None, precision="fp32", multiple_of=multiple_of, name="mine")
@@ -367,6 +370,7 @@ def test_the_sweep_times_both_at_every_size_in_the_seeded_order(fake_gpu):
     check_sweep(fake_gpu.harness(), shapes, facts.update, seed=3, measure_roofs=False)
     plan = timing_order(shapes, 3)
     assert fake_gpu.runs == [(who, s) for s, first in plan for who in first]  # pairs, back to back
+    assert fake_gpu.warmed == [(s, 2 * i) for i, (s, _) in enumerate(plan)]  # each size warmed before its pair
     assert [tuple(e["shape"]) for e in facts["sweep"]] == [s for s, _ in plan]
     assert all(e["fraction_of_cublas"] == pytest.approx(0.5) for e in facts["sweep"])
     assert facts["sweep_order"] == [[list(s), list(first)] for s, first in plan] and facts["sweep_seed"] == 3

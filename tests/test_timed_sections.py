@@ -22,7 +22,7 @@ from pytest_gemm.grading.processes import RunOutcome
 from pytest_gemm.grading.submissions import Submission
 from pytest_gemm.measure import gpu_lock as lock_module
 from pytest_gemm.measure import quiet, run_cache
-from pytest_gemm.measure.gpu_lock import gpu_lock, lock_paths
+from pytest_gemm.measure.gpu_lock import gpu_lock, lock_paths, running_path
 from pytest_gemm.measure.timing import TimingResult, summarize
 from pytest_gemm.model.categories import TIMING_ESCAPE, GemmCheckFailure
 
@@ -152,6 +152,52 @@ def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(t
     assert seen == {"inputs": None, "roofs": True, "quiet": True, "kernel": True, "verify": True, "cublas": True,
                     "integrity": True}
     assert asides[0].__self__.exclusive and asides[0].__func__ is lock_module.GpuHold.step_aside  # it may step aside
+
+
+def test_a_python_launcher_warms_up_at_the_timed_shape_before_the_gpu_is_taken_alone(tmp_path, monkeypatch):
+    # An autotuner's first call at 4096^3 (compiling and benchmarking its configs) inside the
+    # exclusive hold stopped every other process on the GPU for as long as it took.
+    from pytest_gemm.checks import speed
+
+    seen: dict[str, bool | None] = {}
+
+    def step(name, value=None):
+        def fn(*args, **kwargs):
+            seen[name] = lock_module._HELD.get(lock_paths()[0])
+            return value
+        return fn
+
+    h = _fake_speed_check_steps(monkeypatch, tmp_path, step)
+    order: list[str] = []
+    monkeypatch.setattr(speed, "warm_outside_lock", lambda *a: order.append("warm") or step("warm")())
+    monkeypatch.setattr(speed, "process_roofs", lambda *a: order.append("roofs") or {})
+    speed.check_speed(h, (64, 64, 64), lambda facts: None, None)
+    assert order == ["warm", "roofs"] and seen["warm"] is None  # first, and with the GPU not held alone
+
+
+def test_the_warm_up_call_marks_the_gpu_running_and_holds_no_lock_the_others_wait_for(tmp_path, monkeypatch):
+    from pytest_gemm.measure import timed
+    from pytest_gemm.model.contract import PyKernel
+
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path))
+    synced: list[bool] = []
+    runtime = types.SimpleNamespace(deviceSynchronize=lambda: synced.append(True))
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime)))
+    during: list[tuple] = []
+
+    def loaded(a, b, c, m, n, k):
+        during.append((lock_module._HELD.get(lock_paths()[0]), lock_module._marked_running(running_path()), (m, n, k)))
+
+    buffers = [types.SimpleNamespace(array=name) for name in "abc"]
+    h = types.SimpleNamespace(kernel=PyKernel(lambda a, b, c: None, name="tuned"), upload=lambda p: buffers,
+                              loaded=loaded)
+    timed.warm_outside_lock(h, (64, 32, 16), ["problem"])
+    assert during == [(None, True, (64, 32, 16))] and synced == [True]
+    assert not lock_module._marked_running(running_path())  # the mark ends with the call
+
+    during.clear()  # a CUDA C kernel was compiled and loaded when its process started: no call here
+    timed.warm_outside_lock(types.SimpleNamespace(kernel=object(), loaded=loaded), (64, 32, 16), ["problem"])
+    assert during == []
 
 
 def _steps_with_a_timer_replaced_after(monkeypatch, replaced_after: str):

@@ -37,6 +37,9 @@
 #                                       # (fp16 and fp32, default options, cold Triton caches: its wall time,
 #                                       # goal <= 180 s), the rest with -n 4, Numba with the NumPy carried in
 #                                       # .whl/ (carry .whl); then their table and verdict check  ~5 min
+#   bash tools/gpu_session.sh warmup    # issue 43's bound: Triton's tutorial imported inside the launcher (fp16, fp32,
+#                                       # fp32 ieee), default options, cold Triton caches, alone: <= 180 s
+#                                       # (tests/test_warmup_gpu.py with GEMM_WARMUP_ALONE=1)  ~3 min
 #   bash tools/gpu_session.sh ladder perf          # stages in order, one install (about 8 min)
 # Compare the serial and parallel reports afterwards (anywhere, no GPU):
 #   python3 tools/compare_reports.py ladder.json ladder_n2.json
@@ -45,7 +48,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 # The stages, one list: each has its branch in the case below (tests/test_tools.py checks both ways)
-stages="gpu-tests tests untrusted ladder one parallel perf followup diagnose sizes verdicts hang scale class course cutlass ecosystems"
+stages="gpu-tests tests untrusted ladder one parallel perf followup diagnose sizes verdicts hang scale class course cutlass ecosystems warmup"
 usage="usage: bash tools/gpu_session.sh STAGE... (${stages// /|}; --help says what each does)"
 case "${1:-}" in -h|--help) echo "$usage"; sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 [ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
@@ -128,6 +131,9 @@ for stage in "$@"; do
       fi
       # the target is 6 minutes (CONTRIBUTING); the limit is wider so that a slower run still ends in its
       # summary line, with its wall time, rather than in none
+      # the GPU lock's log: where the GPU's time went (tools/lock_log.py reads it below)
+      rm -f "$out/gpu-lock.jsonl"
+      PYTEST_GEMM_LOCK_LOG="$out/gpu-lock.jsonl" \
       limit 540 python3 -m pytest tests -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
         --basetemp /tmp/gemm-gpu-tests --junitxml "$out/gpu-tests.xml" > "$out/gpu-tests.txt" 2>&1
       # each suite run's log and JSON report (tests/gpu_runs.py), for reading afterwards
@@ -135,7 +141,15 @@ for stage in "$@"; do
         | tar czf "$out/gpu-suite-runs.tgz" -T -) 2>/dev/null
       wall=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$EPOCHREALTIME")
       grep -E "^(FAILED|ERROR)" "$out/gpu-tests.txt" | cut -c1-300 | head -30
+      python3 tools/lock_log.py "$out/gpu-lock.jsonl" > "$out/gpu-lock.txt" 2>&1; head -25 "$out/gpu-lock.txt"
       python3 tools/gpu_tests_summary.py "$out/gpu-tests.xml" --wall "$wall" | tee "$out/gpu-tests-summary.txt"
+      ;;
+    warmup)
+      walled 'warm-up target, alone, cold' 400 env GEMM_WARMUP_ALONE=1 python3 -m pytest tests/test_warmup_gpu.py \
+        -m gemm_gpu -k inside -v -p no:cacheprovider -rfEs --basetemp /tmp/gemm-warmup-alone > "$out/warmup.txt" 2>&1
+      tail -15 "$out/warmup.txt"
+      (cd /tmp/gemm-warmup-alone && find . -path "*suite-runs*" \( -name log.txt -o -name report.json \) \
+        | tar czf "$out/warmup-runs.tgz" -T -) 2>/dev/null
       ;;
     tests)
       # -v: each result is in tests.txt as it finishes, so a run cut off still says what passed

@@ -24,7 +24,7 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     from ..measure.roofs import ceilings
     from ..measure.quiet import busy_marked
     from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work,
-                                 reject_impossible_timing, timed_run)
+                                 reject_impossible_timing, timed_run, warm_outside_lock)
     from .cases import skip_reason
 
     from .speed import reject_tampering
@@ -46,6 +46,7 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
 
     def measure(shape: Shape, first: tuple[str, str]) -> dict[str, Any]:
         problems = problems_for(precision, shape)  # the same inputs for the kernel and cuBLAS
+        warm_outside_lock(h, shape, problems)  # a JIT compile or an autotuner's search: before the GPU is ours alone
         timings: dict[str, Any] = {}
         with gpu_lock(True, what="sweep"), cupy.cuda.Stream.null:  # alone on the GPU for this size; the harness on the null stream
             for who in first:
