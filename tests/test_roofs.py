@@ -13,7 +13,7 @@ import pytest
 
 from pytest_gemm.measure import roof_bench, roofs
 from pytest_gemm.measure.roofs import (CHAINS, MEASURED_HEADROOM, UNROLL, Ceilings, below_memory_floor, calibrated_iterations,
-                               ceilings, combine_roofs, compulsory_bytes, copy_bytes, copy_gb_s, fma_blocks, fma_flops,
+                               ceilings, combine_roofs, compulsory_bytes, copy_bytes, copy_gb_s, fma_blocks, fma_flops, fp32_accurate_peak_tflops,
                                impossible_timing, measured_tflops, memory_peak_gb_s, rate_tflops, reported_roof,
                                roof_tflops, roofs_summary, tensor_precisions, tensor_size)
 from pytest_gemm.measure.timing import ROOF_MARGIN, summarize
@@ -132,8 +132,9 @@ def test_roof_facts_of_a_speed_check():
 # ---- what is physically impossible -------------------------------------------
 
 def test_the_ceilings_are_the_theoretical_peaks_with_the_measured_roofs_as_fallback():
-    limits = ceilings(H200, "fp32", MEASURED)
-    assert limits == Ceilings(roof_tflops(H200, "fp32"), memory_peak_gb_s(H200), H200.l2_bytes)
+    limits = ceilings(H200, "fp16", MEASURED)
+    assert limits == Ceilings(roof_tflops(H200, "fp16"), memory_peak_gb_s(H200), H200.l2_bytes)
+    assert ceilings(T4, "fp32") == Ceilings(roof_tflops(T4, "fp32"), memory_peak_gb_s(T4), T4.l2_bytes)
     blind = ceilings(NO_CLOCKS, "fp32", MEASURED)
     assert blind.tflops == pytest.approx(56.6 * MEASURED_HEADROOM)
     assert blind.gb_s == pytest.approx(4470.0 * MEASURED_HEADROOM)
@@ -144,13 +145,29 @@ def test_the_ceilings_are_the_theoretical_peaks_with_the_measured_roofs_as_fallb
 
 
 def test_a_rate_above_the_theoretical_peak_is_impossible_even_below_the_measured_roof_headroom():
-    limits = ceilings(H200, "fp32", MEASURED)
+    limits = ceilings(T4, "fp32", MEASURED)  # no TF32 tensor cores: the FMA peak is the ceiling
     flops = 2 * 4096**3
-    honest = _timing(2.7, flops)  # 50.9 TFLOP/s: above nothing
+    honest = _timing(40.0, flops)  # 3.4 TFLOP/s: above nothing
     assert impossible_timing(honest, (4096, 4096, 4096), "fp32", limits) is None
     cheat = _timing(flops / (1.2 * limits.tflops * 1e12) * 1e3, flops)  # 1.2x the FP32 peak
     verdict = impossible_timing(cheat, (4096, 4096, 4096), "fp32", limits)
     assert verdict is not None and "faster than this GPU's fp32 roof" in verdict[0] and "not ranked" in verdict[0]
+
+
+def test_a_kernel_declared_fp32_may_beat_the_fma_peak_on_tensor_cores_but_not_3xtf32():
+    # The Triton tutorial's fp32 (TF32 tensor cores: 87-105 TFLOP/s on the H200, FMA peak 66.9)
+    # was called timing_escape beside its precision_too_low; a 3xTF32 GEMM is fp32-accurate and
+    # faster than the FMA peak too. The memoized cheat (240 TFLOP/s there) stays impossible.
+    limits = ceilings(H200, "fp32", MEASURED)
+    assert limits.tflops == pytest.approx(fp32_accurate_peak_tflops(H200))
+    assert limits.tflops == pytest.approx(132 * 4096 * H200.clock_mhz * 1e6 / 2 / 3 / 1e12)
+    assert limits.tflops > 2.5 * roof_tflops(H200, "fp32")
+    flops = 2 * 4096**3
+    tf32 = _timing(flops / 104.9e12 * 1e3, flops)
+    assert impossible_timing(tf32, (4096, 4096, 4096), "fp32", limits) is None
+    memoized = _timing(flops / 240.1e12 * 1e3, flops)
+    verdict = impossible_timing(memoized, (4096, 4096, 4096), "fp32", limits)
+    assert verdict is not None and "fp32-accurate (3xTF32 on tensor cores) roof" in verdict[0]
 
 
 def test_a_time_below_the_memory_floor_is_impossible():
@@ -324,9 +341,9 @@ def test_the_speed_check_flags_a_time_below_the_memory_floor(monkeypatch):
 def test_the_speed_check_still_flags_a_rate_above_the_theoretical_peak(monkeypatch):
     from pytest_gemm.model.categories import TIMING_ESCAPE, GemmCheckFailure
 
-    with pytest.raises(GemmCheckFailure) as info:  # 2 * 4096^3 in 1 ms: 137 TFLOP/s in FP32
-        _speed_check(monkeypatch, (4096, 4096, 4096), 1.0)
-    assert info.value.category == TIMING_ESCAPE and "faster than this GPU's fp32 roof (66.9 TFLOP/s)" in str(info.value)
+    with pytest.raises(GemmCheckFailure) as info:  # 2 * 4096^3 in 0.5 ms: 275 TFLOP/s in FP32
+        _speed_check(monkeypatch, (4096, 4096, 4096), 0.5)
+    assert info.value.category == TIMING_ESCAPE and "roof (178.4 TFLOP/s)" in str(info.value)
 
 
 def test_the_cublas_gate_fails_only_a_kernel_below_the_fraction():

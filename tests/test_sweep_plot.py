@@ -410,4 +410,4 @@ def test_an_impossible_rate_in_the_sweep_is_a_timing_escape_naming_the_size(fake
     with pytest.raises(GemmCheckFailure) as info:
         check_sweep(fake_gpu.harness(), [(2048, 2048, 2048)], {}.update, measure_roofs=False)
     assert info.value.category == TIMING_ESCAPE
-    assert "sweep at 2048x2048x2048" in str(info.value) and "faster than this GPU's fp32 roof" in str(info.value)
+    assert "sweep at 2048x2048x2048" in str(info.value) and "faster than this GPU's fp32-accurate (3xTF32 on tensor cores) roof" in str(info.value)

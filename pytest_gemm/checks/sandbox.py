@@ -20,7 +20,7 @@ compiling, loading) is kept in ``last_start``, a check's lock waits in ``last_lo
 A check that takes the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is
 not the check's time nor in its timeout. ``run`` takes a ``guard``, held only while the check itself
 runs (``measure/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel;
-either is presumed hung after ``hold_s`` / ``startup_hold_s`` (``_PresumeHung``: the hold ends,
+either is presumed hung after ``hold_s`` / ``startup_hold_s`` (``PresumeHung``: the hold ends,
 its mark keeps timings off the GPU until the check ends). The child's side, its memory release
 between checks and its out-of-memory retry, is ``checks/sandbox_child.py``.
 
@@ -47,6 +47,7 @@ from typing import Any, Callable, ContextManager
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
+from .hang_presumption import PresumeHung
 from .sandbox_confine import confined_command
 from .warmup import WarmupTimeout
 
@@ -124,7 +125,7 @@ class SandboxClient:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def _check_reply(self, timeout: float, hung: _PresumeHung | None = None) -> dict[str, Any] | None:
+    def _check_reply(self, timeout: float, hung: PresumeHung | None = None) -> dict[str, Any] | None:
         """The check's reply; ``timeout`` counts only while the check neither waits for the GPU lock
         (unbounded, as when the parent takes it: every holder is bounded by its own timeout) nor
         warms up (its own budget runs then: ``checks/warmup.py``); the child reports both. ``hung``
@@ -155,6 +156,8 @@ class SandboxClient:
                 left -= time.monotonic() - started
             refund = warm.event(message)  # a warm-up's seconds before the child could say so: not the check's
             waiting = message["event"] == "lock_wait" if refund is None else waiting
+            if warm.warming and hung is not None:
+                hung.now()  # a warm-up lasts minutes: timed checks wait for it, the others must not queue behind them
             left = min(timeout, left + (refund or 0.0))
 
     def output_tail(self, limit: int = OUTPUT_LIMIT, since: int = 0) -> str:
@@ -223,7 +226,7 @@ class SandboxClient:
         return self.proc is not None and self.proc.poll() is None
 
     def _startup_reply(self, what: str, limit: float, shape_text: str,
-                       hung: _PresumeHung | None = None) -> dict[str, Any]:
+                       hung: PresumeHung | None = None) -> dict[str, Any]:
         """Wait for the answer to a load or prepare request; its time limit is its own, not a
         check's (``hung`` presumes the start-up hung when due)."""
         started = time.monotonic()
@@ -272,7 +275,7 @@ class SandboxClient:
             except (BrokenPipeError, ConnectionError):
                 raise self._death(shape_text, "preparing the kernel") from None
             prepared = self._startup_reply("preparing the kernel (CUDA initialisation, compiling and loading it)",
-                                           PREPARE_TIMEOUT, shape_text, _PresumeHung.of(hold, hold_s))
+                                           PREPARE_TIMEOUT, shape_text, PresumeHung.of(hold, hold_s))
         start.update((k, round(float(v), 4)) for k, v in (prepared.get("phases") or {}).items())
         start["prepare_s"] = round(float(prepared.get("seconds") or 0.0), 4)
         self.last_start = start
@@ -313,10 +316,10 @@ class SandboxClient:
         with (guard or contextlib.nullcontext)() as hold:
             self.last_lock_wait_s = waited_seconds() - waited
             return self._run_check(check, shape, shape_text, params, options, timeout, why,
-                                   _PresumeHung.of(hold, hold_s))
+                                   PresumeHung.of(hold, hold_s))
 
     def _run_check(self, check: str, shape: list[int], shape_text: str, params: dict[str, Any],
-                   options: dict[str, Any], timeout: float, why: str, hung: "_PresumeHung | None" = None
+                   options: dict[str, Any], timeout: float, why: str, hung: PresumeHung | None = None
                    ) -> dict[str, Any]:
         since = self._log_size()
         try:
@@ -346,32 +349,6 @@ class SandboxClient:
         if reply.get("restart"):  # the child's CUDA context is poisoned: start afresh next time
             self.stop()
         return _raise(reply) if reply["status"] != "ok" else reply.get("facts", {})
-
-
-class _PresumeHung:
-    """Presumes a check (or start-up) hung once the wait for it has lasted ``after_s`` seconds:
-    ``presume()`` is the hold's ``GpuHold.presume_hung``."""
-
-    def __init__(self, after_s: float, presume: Callable[[], None]):
-        self.after_s, self.presume, self.pending = after_s, presume, True
-
-    @classmethod
-    def of(cls, hold: Any, after_s: float | None) -> "_PresumeHung | None":
-        if after_s is None or not callable(getattr(hold, "presume_hung", None)):
-            return None
-        return cls(after_s, hold.presume_hung)
-
-    def wait(self, used_s: float, wanted: float | None) -> float | None:
-        """How long the next wait may last: ``wanted``, cut where the check is presumed hung;
-        presumes it when due."""
-        if not self.pending:
-            return wanted
-        if used_s >= self.after_s:
-            self.pending = False
-            self.presume()
-            return wanted
-        left = self.after_s - used_s
-        return left if wanted is None else min(wanted, left)
 
 
 def _kill_group(pid: int) -> None:

@@ -53,6 +53,12 @@ PATTERNS: tuple[tuple[str, frozenset[str] | None, str], ...] = (
     ("torch.utils.cpp_extension", None, "building a torch extension"),
     ("torch._inductor", None, "torch.compile compiling"),
     ("torch._dynamo", None, "torch.compile tracing"),
+    # a first call's imports: `import torch, triton` inside the launcher, the usual way to keep
+    # them out of the module's import, took 20 s of a 20 s budget in a fresh process on a busy
+    # H200 (b9cffe2), and torch's first CUDA call initialises its state for the process
+    ("importlib._bootstrap", frozenset({"_find_and_load"}), "importing modules"),
+    ("importlib._bootstrap_external", frozenset({"exec_module"}), "importing modules"),  # a module loaded from its path
+    ("torch.cuda", frozenset({"_lazy_init"}), "torch initialising CUDA"),
 )
 
 Frame = tuple[str, str]  # (module name, function name)

@@ -66,6 +66,18 @@ def tensor_peak_tflops(device: Any) -> float:
     return device.sm_count * per_sm * device.clock_mhz * 1e6 / 1e12
 
 
+def fp32_accurate_peak_tflops(device: Any) -> float:
+    """The fastest arithmetic that gives fp32 accuracy: the FP32 FMA lanes, or, from sm_80, three
+    TF32 tensor-core products per product (3xTF32, as CUTLASS's fp32-accurate tensor-core GEMMs
+    compute), whichever is faster. A kernel declared fp32 may legitimately beat the FMA peak that
+    way: only a rate above this is physically impossible for it (a rate from a lower precision is
+    the accuracy check's to judge, precision_too_low)."""
+    fma = fp32_peak_tflops(device)
+    if tuple(device.compute_capability) < (8, 0):
+        return fma  # no TF32 tensor cores
+    return max(fma, tensor_peak_tflops(device) / 2 / 3)
+
+
 def roof_tflops(device: Any, precision: str) -> float:
     """The theoretical peak for this precision (0 when the clock is unknown)."""
     if not getattr(device, "clock_mhz", 0):
@@ -161,6 +173,7 @@ class Ceilings:
     tflops: float    # arithmetic: the theoretical peak (or the measured roof x MEASURED_HEADROOM)
     gb_s: float      # memory: the theoretical bandwidth (or the measured one x MEASURED_HEADROOM)
     l2_bytes: int    # bytes that may be served by the L2 instead of DRAM
+    basis: str = ""  # what the arithmetic ceiling is, where it is not the precision's own peak
 
 
 def _ceiling(theoretical: float, measured: float | None) -> float:
@@ -174,9 +187,12 @@ def _ceiling(theoretical: float, measured: float | None) -> float:
 def ceilings(device: Any, precision: str, measured: dict[str, Any] | None = None) -> Ceilings:
     """The theoretical peaks, with the measured roofs as a fallback (``_ceiling``)."""
     memory = (measured or {}).get("memory_gb_s")
-    return Ceilings(_ceiling(roof_tflops(device, precision), measured_tflops(measured, precision)),
+    peak, basis = roof_tflops(device, precision), ""
+    if precision == "fp32" and peak > 0 and fp32_accurate_peak_tflops(device) > peak:
+        peak, basis = fp32_accurate_peak_tflops(device), "fp32-accurate (3xTF32 on tensor cores)"
+    return Ceilings(_ceiling(peak, measured_tflops(measured, precision)),
                     _ceiling(memory_peak_gb_s(device), float(memory) if isinstance(memory, (int, float)) else None),
-                    int(getattr(device, "l2_bytes", 0) or 0))
+                    int(getattr(device, "l2_bytes", 0) or 0), basis)
 
 
 _INPUT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
@@ -212,7 +228,7 @@ def impossible_timing(timing: TimingResult, shape: Sequence[int], precision: str
                       limits: Ceilings) -> tuple[str, list[str]] | None:
     """Why a timing is physically impossible (a rate above the arithmetic ceiling, or a time
     below the memory floor), or None."""
-    return (above_roof(timing, limits.tflops, precision)
+    return (above_roof(timing, limits.tflops, limits.basis or precision)
             or below_memory_floor(timing, shape, precision, limits.gb_s, limits.l2_bytes))
 
 

@@ -209,7 +209,7 @@ def roof_facts(device: Any, precision: str, timing: TimingResult, measured: dict
 def reject_escaped_work(timing: TimingResult, limits: Any, precision: str, where: str = "") -> None:
     """timing_escape when work was still running after the timed region ended."""
     if escaped_work(timing) is not None:
-        summary, details = escape_verdict(timing, limits.tflops, precision)  # type: ignore[misc]
+        summary, details = escape_verdict(timing, limits.tflops, getattr(limits, "basis", "") or precision)  # type: ignore[misc]
         raise GemmCheckFailure(cat.TIMING_ESCAPE, where + summary, details)
 
 
