@@ -1,8 +1,9 @@
-// Rung 7b, warptile-256 (built -DSG_BN=256 -DSG_BK=16 -DSG_FILL=0), and the FP32 candidates of
-// candidates/: FP32 SIMT GEMM, FFMA only (no tensor cores, no TF32). C = A @ B, all row-major
-// float32. Any M, N, K >= 1.
+// Rung 8, warptile-256 (built -DSG_BN=256 -DSG_BK=16 -DSG_FILL=0): FP32 SIMT GEMM, FFMA only (no
+// tensor cores, no TF32). C = A @ B, all row-major float32. Any M, N, K >= 1.
+// Over rung 7 (07_warptile.cu): more work per thread (8 x 16 outputs a lane) and a double-buffered
+// shared tile, one barrier per K slice. Its candidates (other tiles, a cp.async fill) are in bench/candidates.
 //
-// What the rung adds to warptile.cu: the same warp and lane layout (warps 2 x 4, lanes 8 x 4,
+// What the rung adds to 07_warptile.cu: the same warp and lane layout (warps 2 x 4, lanes 8 x 4,
 // 4 x 4 blocks of outputs 32 rows and 16 columns apart), widened to 8 x 16 outputs per lane on a
 // 128 x 256 block tile (cuBLAS's own work per thread on this card), and a shared tile in two
 // buffers, so one barrier per K slice instead of two: per lane and k, 6 float4 shared loads feed
@@ -14,7 +15,7 @@
 //   SG_BM, SG_BN     block tile of C [128, 128]; SG_BM must be 128 (2 warp rows of 64)
 //   SG_BK            K slice, 8 or 16 [16]
 //   SG_FILL          0: register prefetch into a double-buffered shared tile
-//                       (A stored transposed, as warptile.cu does);
+//                       (A stored transposed, as 07_warptile.cu does);
 //                    1: cp.async ring of SG_STAGES buffers (A stored as it is) [1]
 //   SG_STAGES        cp.async ring depth, 2..4 (SG_FILL 1 only) [2]
 //   SG_MIN_BLOCKS    second __launch_bounds__ argument [1]
@@ -28,7 +29,7 @@
 //     colOff + 16 j + 0..3,    colOff = warpCol * WN + laneCol * 4
 // and 8 rows that depend on the fill:
 //   SG_FILL 0 (A transposed, AsT[k][m]): rows rowOff + 32 i + 0..3, i = 0, 1,
-//     rowOff = warpRow * 64 + laneRow * 4 (warptile.cu's layout). At each k a
+//     rowOff = warpRow * 64 + laneRow * 4 (07_warptile.cu's layout). At each k a
 //     lane reads two float4 of AsT row k (8 distinct float4 per warp, 128
 //     contiguous bytes) and TN/4 float4 of Bs row k (4 distinct per instruction).
 //   SG_FILL 1 (A as stored, As[m][k]): rows warpRow * 64 + laneRow + 8 r,
@@ -47,7 +48,7 @@
 //     kt+1 into registers (float4, coalesced) and computes slice kt while they
 //     fly. One barrier per slice: the store into buffer kt % 2 is safe because
 //     its last readers (slice kt-2) finished before the barrier of iteration kt-1.
-//   SG_FILL 1: the protocol of pipeline.cu: the prologue commits STAGES-1
+//   SG_FILL 1: the protocol of 11_pipeline.cu: the prologue commits STAGES-1
 //     groups; iteration kt waits until at most STAGES-2 of this thread's groups
 //     are pending (tile kt landed), one __syncthreads (everyone's tile kt landed,
 //     everyone finished tile kt-1), issues tile kt+STAGES-1 into the stage tile
@@ -141,6 +142,8 @@ static __device__ __forceinline__ bool aligned16(const void* p)
     return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
 }
 
+// (load4_edge as in 07_warptile.cu and 11_pipeline.cu: each rung is kept self-contained on purpose,
+// one file a student reads top to bottom, so small helpers are copied, not shared.)
 #if SG_FILL == 0
 // rowPtr[col .. col+3], zero where the row is out or col + q >= limit; with
 // vec (limit % 4 == 0, aligned rows) the float4 is wholly in or out.
@@ -159,6 +162,8 @@ static __device__ __forceinline__ float4 load4_edge(const float* rowPtr, int col
 }
 #endif
 
+// (The cp.async helpers below are also in 10_mma_fp16.cu and 11_pipeline.cu, which introduces them:
+// each rung is kept self-contained on purpose.)
 #if SG_FILL == 1 && __CUDA_ARCH__ >= 800
 static __device__ __forceinline__ void cp_async16(unsigned int dst, const void* src, int srcBytes)
 {
@@ -237,7 +242,7 @@ gemm_sgemm(const float* __restrict__ A, const float* __restrict__ B, float* __re
     auto fetch_next = [&]() {
         const int k0 = kNext;
         if (interior && k0 + BK <= K) {
-            // Addresses from k0 (like warptile.cu), not from running pointers:
+            // Addresses from k0 (like 07_warptile.cu), not from running pointers:
             // fewer live 64-bit registers in the main loop.
 #pragma unroll
             for (int i = 0; i < A_CHUNKS; ++i) {

@@ -1,8 +1,9 @@
 """The reference ladder: every rung a conformance target, slowest to fastest.
 
-Each CUDA rung is a ``.cu`` file in this package (shipped as package data)
-declared below as a :class:`~pytest_gemm.CudaKernel`; parameters reach the
-source as ``-D`` options. The cuBLAS baselines are Python launchers in
+Each CUDA rung is a numbered ``.cu`` file in this package (``01_naive_rows.cu`` ..
+``12_wgmma.cu``, shipped as package data) declared once below as a
+:class:`~pytest_gemm.CudaKernel`; the order of the declarations is the ladder's
+order (``CUDA_RUNGS``). Parameters reach the source as ``-D`` options. The cuBLAS baselines are Python launchers in
 ``pytest_gemm/measure/cublas.py``. README.md in this directory has one line per rung: design,
 tile, threads, and what it teaches. Every rung handles any M, N, K >= 1.
 
@@ -73,6 +74,23 @@ wmma_bf16 = CudaKernel(
     source="09_wmma.cu", entry="gemm_wmma_bf16", block=(128,), tile=(64, 64),
     signature=_AB, precision="bf16", min_cc=(8, 0), name="wmma-bf16",
 )
+# The top tensor-core rung: mma.sync m16n8k16 through ldmatrix, 8 warps of 64 x 64 on a
+# 256 x 128 block tile, a 3-slice cp.async ring of K slices of 64 in unpadded, XOR-swizzled
+# shared rows (144 KB: inside sm_80's 163 KB) guarded by full/empty mbarriers instead of a block
+# barrier per slice, the next k16 step's fragments loaded during this step's mma.sync, the next
+# slice's copies unchecked and spread over three k16 steps in the steady state (each issued at the
+# start of its step; on sm_90 the waits use try_wait), and C staged through shared memory and
+# stored as float4 rows. bench/NOTES.md: the variants measured (this build is candidate
+# mma-fp16-256x128x64-s3-cs3-mbar-ce-tw-se since 2026-12-02, "Issue 29, fourth").
+mma_fp16 = CudaKernel(
+    source="10_mma_fp16.cu", entry="gemm_mma_fp16", block=(256,), tile=(256, 128),
+    signature=_AB, precision="fp16", min_cc=(8, 0),
+    shared_mem=3 * (256 * 64 + 64 * 128) * 2 + 2 * 3 * 8,  # 3 stages of A and B halves, 2 mbarriers a stage
+    options=("-DMMA_BM=256", "-DMMA_BN=128", "-DMMA_WM=64", "-DMMA_WN=64", "-DMMA_BK=64", "-DMMA_STAGES=3",
+             "-DMMA_MIN_BLOCKS=1", "-DMMA_SPREAD=3", "-DMMA_MBAR=1", "-DMMA_COPY_EARLY=1", "-DMMA_TRY_WAIT=1",
+             "-DMMA_SMEM_EPILOGUE=1"),
+    name="mma-fp16",
+)
 pipeline_sync = CudaKernel(
     source="11_pipeline.cu", entry="gemm_pipeline_sync", block=(256,), tile=(64, 64),
     signature=_AB, precision="fp32", min_cc=(7, 0), name="pipeline-sync",
@@ -91,23 +109,12 @@ cpasync2 = _cpasync(2)
 cpasync3 = _cpasync(3)
 cpasync4 = _cpasync(4)
 
-# The top tensor-core rung: mma.sync m16n8k16 through ldmatrix, 8 warps of 64 x 64 on a
-# 256 x 128 block tile, a 3-slice cp.async ring of K slices of 64 in unpadded, XOR-swizzled
-# shared rows (144 KB: inside sm_80's 163 KB) guarded by full/empty mbarriers instead of a block
-# barrier per slice, the next k16 step's fragments loaded during this step's mma.sync, the next
-# slice's copies unchecked and spread over three k16 steps in the steady state (each issued at the
-# start of its step; on sm_90 the waits use try_wait), and C staged through shared memory and
-# stored as float4 rows. bench/NOTES.md: the variants measured (this build is candidate
-# mma-fp16-256x128x64-s3-cs3-mbar-ce-tw-se since 2026-12-02, "Issue 29, fourth").
-mma_fp16 = CudaKernel(
-    source="10_mma_fp16.cu", entry="gemm_mma_fp16", block=(256,), tile=(256, 128),
-    signature=_AB, precision="fp16", min_cc=(8, 0),
-    shared_mem=3 * (256 * 64 + 64 * 128) * 2 + 2 * 3 * 8,  # 3 stages of A and B halves, 2 mbarriers a stage
-    options=("-DMMA_BM=256", "-DMMA_BN=128", "-DMMA_WM=64", "-DMMA_WN=64", "-DMMA_BK=64", "-DMMA_STAGES=3",
-             "-DMMA_MIN_BLOCKS=1", "-DMMA_SPREAD=3", "-DMMA_MBAR=1", "-DMMA_COPY_EARLY=1", "-DMMA_TRY_WAIT=1",
-             "-DMMA_SMEM_EPILOGUE=1"),
-    name="mma-fp16",
-)
+#: The CUDA rungs, in ladder order: every CudaKernel declared above, in the order declared. A rung
+#: is its numbered .cu file plus its one declaration here (tests/test_ladder_layout.py says what
+#: else adding one touches).
+CUDA_RUNGS: list[CudaKernel] = [v for v in dict(globals()).values() if isinstance(v, CudaKernel)]
+_RUNG_ATTRS = [name for name, v in dict(globals()).items() if isinstance(v, CudaKernel)]
+
 
 # The Hopper rung (12_wgmma.cu): TMA into 128-byte swizzled shared memory, wgmma.mma_async
 # m64n256k16, a 4-stage mbarrier ring, a producer and two consumer warpgroups (setmaxnreg),
@@ -140,12 +147,6 @@ def wgmma_bf16(a: Any, b: Any, c: Any) -> None:
 #: The Hopper rungs: Python launchers of sm_90a code, skipped on any other device.
 HOPPER_RUNGS: list[PyKernel] = [wgmma_fp16, wgmma_bf16]
 
-#: The CUDA rungs, in ladder order.
-CUDA_RUNGS: list[CudaKernel] = [
-    naive_rows, naive_coalesced, tiled16, tiled32, regtile1d, regtile2d, vectorized, warptile, warptile_256,
-    wmma_fp16, wmma_bf16, mma_fp16, pipeline_sync, cpasync2, cpasync3, cpasync4,
-]
-
 #: The cuBLAS baseline for each precision.
 CUBLAS: dict[str, PyKernel] = {
     "fp32": cublas_fp32,
@@ -167,8 +168,6 @@ def by_name(name: str) -> CudaKernel | PyKernel:
 
 
 __all__ = [
-    "LADDER", "CUDA_RUNGS", "HOPPER_RUNGS", "CUBLAS", "by_name", "wgmma_fp16", "wgmma_bf16",
-    "naive_rows", "naive_coalesced", "tiled16", "tiled32", "regtile1d", "regtile2d", "vectorized",
-    "warptile", "warptile_256", "wmma_fp16", "wmma_bf16", "mma_fp16", "pipeline_sync", "cpasync2", "cpasync3", "cpasync4",
+    "LADDER", "CUDA_RUNGS", "HOPPER_RUNGS", "CUBLAS", "by_name", "wgmma_fp16", "wgmma_bf16", *_RUNG_ATTRS,
     "cublas_fp32", "cublas_tf32", "cublas_fp16", "cublas_bf16",
 ]
