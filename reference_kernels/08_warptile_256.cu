@@ -1,4 +1,4 @@
-// Rung 8, warptile-256 (built -DSG_BN=256 -DSG_BK=16 -DSG_FILL=0): FP32 SIMT GEMM, FFMA only (no
+// Rung 8, warptile-256: FP32 SIMT GEMM, FFMA only (no
 // tensor cores, no TF32). C = A @ B, all row-major float32. Any M, N, K >= 1.
 // Over rung 7 (07_warptile.cu): more work per thread (8 x 16 outputs a lane) and a double-buffered
 // shared tile, one barrier per K slice. Its candidates (other tiles, a cp.async fill) are in bench/candidates.
@@ -11,14 +11,6 @@
 // 239 registers only 8 warps fit on an SM; the 128 independent accumulators, not more warps,
 // hide the latency. Measured on an H200 at 0.97 of cuBLAS FP32 (warptile 0.905), NOTES.md.
 //
-// Parameters (-D, defaults in brackets):
-//   SG_BM, SG_BN     block tile of C [128, 128]; SG_BM must be 128 (2 warp rows of 64)
-//   SG_BK            K slice, 8 or 16 [16]
-//   SG_FILL          0: register prefetch into a double-buffered shared tile
-//                       (A stored transposed, as 07_warptile.cu does);
-//                    1: cp.async ring of SG_STAGES buffers (A stored as it is) [1]
-//   SG_STAGES        cp.async ring depth, 2..4 (SG_FILL 1 only) [2]
-//   SG_MIN_BLOCKS    second __launch_bounds__ argument [1]
 // Shared memory is dynamic; its size is exported as gemm_sgemm_smem_bytes.
 //
 // Threads and outputs. 256 threads = 8 warps arranged 2 (rows) x 4 (columns),
@@ -27,65 +19,34 @@
 // 8 x (WN / 4) outputs (8 x 8 for BN = 128, 8 x 16 for BN = 256), as 4-wide
 // column groups j = 0 .. TN/4-1 at columns
 //     colOff + 16 j + 0..3,    colOff = warpCol * WN + laneCol * 4
-// and 8 rows that depend on the fill:
-//   SG_FILL 0 (A transposed, AsT[k][m]): rows rowOff + 32 i + 0..3, i = 0, 1,
+// and 8 rows (A stored transposed, AsT[k][m], as 07_warptile.cu does):
+//   rows rowOff + 32 i + 0..3, i = 0, 1,
 //     rowOff = warpRow * 64 + laneRow * 4 (07_warptile.cu's layout). At each k a
 //     lane reads two float4 of AsT row k (8 distinct float4 per warp, 128
 //     contiguous bytes) and TN/4 float4 of Bs row k (4 distinct per instruction).
-//   SG_FILL 1 (A as stored, As[m][k]): rows warpRow * 64 + laneRow + 8 r,
-//     r = 0..7. For each group of 4 k a lane reads one float4 (4 k values) of
-//     each of its 8 rows. One such load: the 8 lane rows are 8 consecutive rows
-//     of As, whose pitch is BK + 4 floats = 80 B (BK 16) or 48 B (BK 8), an
-//     odd number of 16-byte slots (5 or 3), so the 8 float4 land in 8 distinct
-//     slots of a 128-byte wavefront: conflict-free, no transpose needed, and
-//     the global -> shared copy is a plain 16-byte cp.async.
 //
 // Per lane and k: TM + TN = 16 or 24 shared floats for TM x TN = 64 or 128 FFMA.
 //
-// Fills.
-//   SG_FILL 0: iteration kt stores slice kt from registers into shared buffer
+// The fill (register prefetch into a double-buffered shared tile):
+//   iteration kt stores slice kt from registers into shared buffer
 //     kt % 2 (A transposed), one __syncthreads, starts the global loads of slice
 //     kt+1 into registers (float4, coalesced) and computes slice kt while they
 //     fly. One barrier per slice: the store into buffer kt % 2 is safe because
 //     its last readers (slice kt-2) finished before the barrier of iteration kt-1.
-//   SG_FILL 1: the protocol of 11_pipeline.cu: the prologue commits STAGES-1
-//     groups; iteration kt waits until at most STAGES-2 of this thread's groups
-//     are pending (tile kt landed), one __syncthreads (everyone's tile kt landed,
-//     everyone finished tile kt-1), issues tile kt+STAGES-1 into the stage tile
-//     kt-1 used, commits (maybe an empty group), computes tile kt.
-// Edges: 16-byte global accesses (cp.async, float4 loads and stores) need
+// Edges: 16-byte global accesses (float4 loads and stores) need
 // K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B (and C for the stores);
-// chunks outside A or B are zero (cp.async src-size 0, or a zero register);
-// otherwise each float goes on its own (4-byte cp.async with zero fill, or a
-// checked scalar load). Blocks wholly inside C take a path with no bounds
+// chunks outside A or B are zero (a zero register); otherwise each float goes
+// on its own (a checked scalar load). Blocks wholly inside C take a path with no bounds
 // checks for every full K slice. Only in-range outputs are stored.
 
-#ifndef SG_BM
-#define SG_BM 128
-#endif
-#ifndef SG_BN
-#define SG_BN 128
-#endif
-#ifndef SG_BK
-#define SG_BK 16
-#endif
-#ifndef SG_FILL
-#define SG_FILL 1
-#endif
-#ifndef SG_STAGES
-#define SG_STAGES 2
-#endif
-#ifndef SG_MIN_BLOCKS
-#define SG_MIN_BLOCKS 1
-#endif
 
 #define SG_THREADS 256
 
 // Constants are enumerators, not constexpr variables: NVRTC would emit those as unused globals.
 enum : int {
-    BM = SG_BM,
-    BN = SG_BN,
-    BK = SG_BK,
+    BM = 128,              // block tile of C: 128 x 256
+    BN = 256,
+    BK = 16,               // K slice
     NTHREADS = SG_THREADS,
     WARPS_N = 4,
     WM = BM / 2,           // 64
@@ -94,19 +55,11 @@ enum : int {
     TN = WN / 4,           // columns per lane: 8 or 16
     TNV = TN / 4,          // float4 column groups per lane
 };
-#if SG_FILL == 0
 enum : int {
     STAGES = 2,
     AST = BM + 4,          // row pitch of the transposed A tile AsT[BK][AST]
     A_STAGE = BK * AST,    // floats
 };
-#else
-enum : int {
-    STAGES = SG_STAGES,
-    AS_LD = BK + 4,        // row pitch of As[BM][AS_LD]
-    A_STAGE = BM * AS_LD,
-};
-#endif
 enum : int {
     B_STAGE = BK * BN,     // Bs[BK][BN], no pad: reads are 4 distinct float4 per instruction
     SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * 4,
@@ -122,16 +75,8 @@ enum : int {
     B_CHUNKS = BK / B_PASS,
 };
 
-static_assert(BM == 128, "SG_BM must be 128: 2 warp rows of 64 = 8 lane rows x 8");
-static_assert(BN == 128 || BN == 256, "SG_BN must be 128 or 256");
-static_assert(BK == 8 || BK == 16, "SG_BK must be 8 or 16");
-static_assert(STAGES >= 2 && STAGES <= 4, "SG_STAGES must be 2..4");
-static_assert(SG_FILL == 0 || SG_FILL == 1, "SG_FILL must be 0 or 1");
 static_assert(NTHREADS % A_CHUNKS_ROW == 0 && BM % A_PASS == 0 && A_CHUNKS >= 1, "A chunks must spread evenly");
 static_assert(NTHREADS % B_CHUNKS_ROW == 0 && BK % B_PASS == 0 && B_CHUNKS >= 1, "B chunks must spread evenly");
-#if SG_FILL == 1
-static_assert((AS_LD / 4) % 2 == 1, "As pitch must be an odd number of 16-byte slots");
-#endif
 
 
 // Exported so a test can compare it with the declaration's shared_mem.
@@ -144,7 +89,6 @@ static __device__ __forceinline__ bool aligned16(const void* p)
 
 // (load4_edge as in 07_warptile.cu and 11_pipeline.cu: each rung is kept self-contained on purpose,
 // one file a student reads top to bottom, so small helpers are copied, not shared.)
-#if SG_FILL == 0
 // rowPtr[col .. col+3], zero where the row is out or col + q >= limit; with
 // vec (limit % 4 == 0, aligned rows) the float4 is wholly in or out.
 static __device__ __forceinline__ float4 load4_edge(const float* rowPtr, int col, int limit, bool rowIn, bool vec)
@@ -160,39 +104,10 @@ static __device__ __forceinline__ float4 load4_edge(const float* rowPtr, int col
     v.w = (rowIn && col + 3 < limit) ? rowPtr[col + 3] : 0.0f;
     return v;
 }
-#endif
 
-// (The cp.async helpers below are also in 10_mma_fp16.cu and 11_pipeline.cu, which introduces them:
-// each rung is kept self-contained on purpose.)
-#if SG_FILL == 1 && __CUDA_ARCH__ >= 800
-static __device__ __forceinline__ void cp_async16(unsigned int dst, const void* src, int srcBytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(srcBytes) : "memory");
-}
-
-static __device__ __forceinline__ void cp_async4(unsigned int dst, const void* src, int srcBytes)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(srcBytes) : "memory");
-}
-
-static __device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int pending>
-static __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
-}
-#endif
-
-extern "C" __global__ void __launch_bounds__(SG_THREADS, SG_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(SG_THREADS, 1)
 gemm_sgemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
 {
-#if SG_FILL == 1 && __CUDA_ARCH__ < 800
-    // cp.async needs sm_80; min_cc (8, 0) keeps this build from being launched below it.
-#else
     extern __shared__ __align__(128) float smem[];
     float* As = smem;                      // STAGES x A_STAGE
     float* Bs = smem + STAGES * A_STAGE;   // STAGES x [BK][BN]
@@ -205,11 +120,7 @@ gemm_sgemm(const float* __restrict__ A, const float* __restrict__ B, float* __re
     const int warpRow = (warp / WARPS_N) * WM;
     const int warpCol = (warp % WARPS_N) * WN;
     const int colOff = warpCol + laneCol * 4;
-#if SG_FILL == 0
     const int rowOff = warpRow + laneRow * 4;  // rows rowOff + 32 i + 0..3
-#else
-    const int rowOff = warpRow + laneRow;      // rows rowOff + 8 r
-#endif
     const int blockRow = blockIdx.y * BM;
     const int blockCol = blockIdx.x * BN;
     const int kTiles = (K + BK - 1) / BK;
@@ -235,7 +146,6 @@ gemm_sgemm(const float* __restrict__ A, const float* __restrict__ B, float* __re
         }
     }
 
-#if SG_FILL == 0
     // ---------------- register prefetch, double-buffered shared tiles ----------
     float4 aReg[A_CHUNKS];
     float4 bReg[B_CHUNKS];
@@ -334,135 +244,6 @@ gemm_sgemm(const float* __restrict__ A, const float* __restrict__ B, float* __re
     // Row of output i: rowOff + 32 (i / 4) + i % 4.
 #define SG_OUT_ROW(i) (rowOff + 32 * ((i) / 4) + ((i) % 4))
 
-#else
-    // ---------------- cp.async ring --------------------------------------------
-    const bool bColIn = bCol < N;
-    // Chunk 0 of the next slice to load (k0 = kNext); may point outside A or B,
-    // dereferenced only when in range.
-    const float* aNext = A + static_cast<size_t>(blockRow + aRow) * K + aK;
-    const float* bNext = B + static_cast<size_t>(bRow) * N + bCol;
-    const size_t aPass = static_cast<size_t>(A_PASS) * K;  // floats from chunk i to chunk i+1
-    const size_t bPass = static_cast<size_t>(B_PASS) * N;
-    const size_t bTile = static_cast<size_t>(BK) * N;      // floats from one B slice to the next
-    const unsigned int aSmem = static_cast<unsigned int>(__cvta_generic_to_shared(As));
-    const unsigned int bSmem = static_cast<unsigned int>(__cvta_generic_to_shared(Bs));
-    const unsigned int aDst = static_cast<unsigned int>((aRow * AS_LD + aK) * 4);   // + i * A_PASS * AS_LD * 4
-    const unsigned int bDst = static_cast<unsigned int>((bRow * BN + bColL) * 4);   // + i * B_PASS * BN * 4
-    constexpr unsigned int A_DST_STEP = A_PASS * AS_LD * 4;
-    constexpr unsigned int B_DST_STEP = B_PASS * BN * 4;
-
-    auto load_next = [&](int stage) {
-        const int k0 = kNext;
-        const unsigned int aStage = aSmem + static_cast<unsigned int>(stage * A_STAGE * 4) + aDst;
-        const unsigned int bStage = bSmem + static_cast<unsigned int>(stage * B_STAGE * 4) + bDst;
-        if (interior && k0 + BK <= K) {
-#pragma unroll
-            for (int i = 0; i < A_CHUNKS; ++i) {
-                cp_async16(aStage + i * A_DST_STEP, aNext + i * aPass, 16);
-            }
-#pragma unroll
-            for (int i = 0; i < B_CHUNKS; ++i) {
-                cp_async16(bStage + i * B_DST_STEP, bNext + i * bPass, 16);
-            }
-        } else if (vec) {
-            // K % 4 == 0, N % 4 == 0: each chunk wholly in or out; out -> zero-filled.
-#pragma unroll
-            for (int i = 0; i < A_CHUNKS; ++i) {
-                const bool in = blockRow + aRow + i * A_PASS < M && k0 + aK < K;
-                cp_async16(aStage + i * A_DST_STEP, in ? static_cast<const void*>(aNext + i * aPass) : A, in ? 16 : 0);
-            }
-#pragma unroll
-            for (int i = 0; i < B_CHUNKS; ++i) {
-                const bool in = bColIn && k0 + bRow + i * B_PASS < K;
-                cp_async16(bStage + i * B_DST_STEP, in ? static_cast<const void*>(bNext + i * bPass) : B, in ? 16 : 0);
-            }
-        } else {
-            // One float at a time, 4-byte cp.async, zero-filled outside.
-#pragma unroll
-            for (int i = 0; i < A_CHUNKS; ++i) {
-                const int row = blockRow + aRow + i * A_PASS;
-                const bool rowIn = row < M;
-                const float* rowPtr = A + static_cast<size_t>(rowIn ? row : 0) * K;
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const bool in = rowIn && k0 + aK + q < K;
-                    cp_async4(aStage + i * A_DST_STEP + 4 * q, in ? rowPtr + k0 + aK + q : A, in ? 4 : 0);
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < B_CHUNKS; ++i) {
-                const int kr = k0 + bRow + i * B_PASS;
-                const bool kIn = kr < K;
-                const float* rowPtr = B + static_cast<size_t>(kIn ? kr : 0) * N;
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const bool in = kIn && bCol + q < N;
-                    cp_async4(bStage + i * B_DST_STEP + 4 * q, in ? rowPtr + bCol + q : B, in ? 4 : 0);
-                }
-            }
-        }
-        aNext += BK;
-        bNext += bTile;
-        kNext += BK;
-    };
-
-    auto compute = [&](int stage) {
-        const float* aS = As + stage * A_STAGE;
-        const float* bS = Bs + stage * B_STAGE;
-#pragma unroll
-        for (int p4 = 0; p4 < BK; p4 += 4) {
-            float4 a4[TM];  // a4[r] = As[rowOff + 8 r][p4 .. p4+3]
-#pragma unroll
-            for (int r = 0; r < TM; ++r) {
-                a4[r] = *reinterpret_cast<const float4*>(&aS[(rowOff + 8 * r) * AS_LD + p4]);
-            }
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                float b[TN];
-#pragma unroll
-                for (int j = 0; j < TNV; ++j) {
-                    const float4 v = *reinterpret_cast<const float4*>(&bS[(p4 + q) * BN + colOff + 16 * j]);
-                    b[4 * j + 0] = v.x;
-                    b[4 * j + 1] = v.y;
-                    b[4 * j + 2] = v.z;
-                    b[4 * j + 3] = v.w;
-                }
-#pragma unroll
-                for (int r = 0; r < TM; ++r) {
-                    const float av = q == 0 ? a4[r].x : q == 1 ? a4[r].y : q == 2 ? a4[r].z : a4[r].w;
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) {
-                        acc[r][j] = fmaf(av, b[j], acc[r][j]);
-                    }
-                }
-            }
-        }
-    };
-
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < kTiles) {
-            load_next(s);  // tile s
-        }
-        cp_async_commit();
-    }
-    int readStage = 0;            // kt % STAGES
-    int writeStage = STAGES - 1;  // (kt + STAGES - 1) % STAGES
-    for (int kt = 0; kt < kTiles; ++kt) {
-        cp_async_wait<STAGES - 2>();  // this thread's part of tile kt landed
-        __syncthreads();              // everyone's did; everyone finished tile kt-1
-        if (kt + STAGES - 1 < kTiles) {
-            load_next(writeStage);    // tile kt + STAGES - 1, into the stage tile kt-1 used
-        }
-        cp_async_commit();
-        compute(readStage);
-        readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
-        writeStage = writeStage + 1 == STAGES ? 0 : writeStage + 1;
-    }
-    cp_async_wait<0>();  // only empty groups can remain
-    // Row of output r: rowOff + 8 r.
-#define SG_OUT_ROW(i) (rowOff + 8 * (i))
-#endif
 
     // ---------------- epilogue: acc[i][4 j + c] -> C[SG_OUT_ROW(i)][colOff + 16 j + c]
     const bool store4 = (N % 4 == 0) && aligned16(C);
@@ -492,5 +273,4 @@ gemm_sgemm(const float* __restrict__ A, const float* __restrict__ B, float* __re
         }
     }
 #undef SG_OUT_ROW
-#endif
 }

@@ -261,8 +261,8 @@ static __device__ __forceinline__ unsigned int smem_u32(const void* p)
     return static_cast<unsigned int>(__cvta_generic_to_shared(p));
 }
 
-// (The cp.async helpers below are also in 08_warptile_256.cu and 11_pipeline.cu, which introduces
-// them: each rung is kept self-contained on purpose.)
+// (The cp.async helpers below are also in 11_pipeline.cu, which introduces them: each rung is
+// kept self-contained on purpose.)
 // 16 bytes global -> shared; bytes [srcBytes, 16) of the destination are zero
 // (srcBytes == 0: nothing is read).
 static __device__ __forceinline__ void cp_async16(unsigned int dst, const void* src, int srcBytes)

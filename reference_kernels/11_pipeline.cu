@@ -193,8 +193,8 @@ gemm_pipeline_sync(const float* __restrict__ A, const float* __restrict__ B, flo
 #error "STAGES must be 2, 3 or 4"
 #endif
 
-// (These cp.async helpers are copied into 08_warptile_256.cu and 10_mma_fp16.cu: each rung is kept
-// self-contained on purpose.)
+// (These cp.async helpers are copied into 10_mma_fp16.cu: each rung is kept self-contained on
+// purpose.)
 #if __CUDA_ARCH__ >= 800
 // 16 bytes global -> shared; bytes [srcBytes, 16) of the destination are
 // zero-filled (srcBytes == 0: nothing is read, all 16 bytes are zero).

@@ -62,7 +62,6 @@ warptile_256 = CudaKernel(
     source="08_warptile_256.cu", entry="gemm_sgemm", block=(256,), tile=(128, 256),
     signature=_AB, precision="fp32", min_cc=(7, 0),
     shared_mem=2 * (16 * (128 + 4) + 16 * 256) * 4,  # two buffers of A^T (16 x 132) and B (16 x 256) floats
-    options=("-DSG_BM=128", "-DSG_BN=256", "-DSG_BK=16", "-DSG_FILL=0", "-DSG_STAGES=2", "-DSG_MIN_BLOCKS=1"),
     name="warptile-256",
 )
 
