@@ -1,4 +1,4 @@
-"""The Hopper rung's launcher: wgmma.cu with its TMA tensor maps built on the host.
+"""The Hopper rung's launcher: 12_wgmma.cu with its TMA tensor maps built on the host.
 
 Why a Python launcher and not a plain CudaKernel: the kernel reads A and B through TMA, and a
 TMA copy needs a tensor map (CUtensorMap: 128 opaque bytes naming the address, sizes, strides,
@@ -6,7 +6,7 @@ box and swizzle) built on the host by the driver (cuTensorMapEncodeTiled) and pa
 The harness launches CudaKernels with the fixed arguments A, B, C, M, N, K, so this rung
 launches itself:
 
-- wgmma.cu is compiled with the project's compiler (NVRTC, ``pytest_gemm.kernels.compiler``) for
+- 12_wgmma.cu is compiled with the project's compiler (NVRTC, ``pytest_gemm.kernels.compiler``) for
   ``sm_90a`` and loaded through CuPy, like every rung;
 - the tensor maps are encoded and the kernel launched through ``ctypes`` on ``libcuda.so.1``,
   which every machine with an NVIDIA driver has: no dependency on a particular cuda-python
@@ -29,8 +29,8 @@ from typing import Any
 from pytest_gemm.model.contract import CudaKernel
 
 ARCH = "sm_90a"
-BM, BN, BK, B_BOX = 128, 256, 64, 64   # block tile, K slice, TMA box width of B (wgmma.cu)
-C_BOX_ROWS, C_BOX_COLS = 64, 32         # a TMA-store box of C: a consumer's 64 rows x 32 fp32 (wgmma.cu)
+BM, BN, BK, B_BOX = 128, 256, 64, 64   # block tile, K slice, TMA box width of B (12_wgmma.cu)
+C_BOX_ROWS, C_BOX_COLS = 64, 32         # a TMA-store box of C: a consumer's 64 rows x 32 fp32 (12_wgmma.cu)
 THREADS = 384                          # one producer and two consumer warpgroups
 TAIL_TILE = 64                         # gemm_wgmma_tail: 64 x 64 tiles of 256 threads
 STAGES = 4                             # K slices in the ring (-DWG_STAGES)
@@ -43,7 +43,7 @@ C_BOX_BYTES = C_BOX_ROWS * C_BOX_COLS * 4  # one box of the TMA-store epilogue
 # What the rung runs for a problem whose 128 x 256 tiles are at most one per SM (one wave: 2048^3
 # is 128 tiles on the H200's 132 SMs): the ping-pong build with 5 stages. With one tile a block
 # the cooperative build ends on an epilogue that nothing overlaps; in ping-pong one consumer's
-# stores overlap the other's K loop. Measured on the H200 (tools/wgmma_try.py, 2026-12-02, both
+# stores overlap the other's K loop. Measured on the H200 (bench/wgmma_try.py, 2026-12-02, both
 # builds and cuBLAS in one process): 2048^3 0.987 of cuBLAS fp16 and 0.977 bf16, against 0.943
 # and 0.946 for the cooperative build as it was then (C stored from registers; its TMA store
 # overlaps the next tile, and here there is none: not measured at 2048^3); at 4096^3 and 8192^3
@@ -87,7 +87,7 @@ def main_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GR
                 cluster: int = CLUSTER, pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS) -> CudaKernel:
     """gemm_wgmma as a CudaKernel, for compiling (the launcher caps its grid at what fits at once)."""
     return CudaKernel(
-        source="wgmma.cu", entry="gemm_wgmma", block=(THREADS,),
+        source="12_wgmma.cu", entry="gemm_wgmma", block=(THREADS,),
         grid=lambda m, n, k: (cluster * _items(m, n, cluster, pingpong), 1, 1),
         precision=precision, min_cc=(9, 0), shared_mem=smem_bytes(stages, pingpong, store_buffers),
         options=_options(precision, stages, group_m, cluster, pingpong, store_buffers), arches=(ARCH,),
@@ -100,7 +100,7 @@ def tail_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GR
                 cluster: int = CLUSTER, pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS) -> CudaKernel:
     """gemm_wgmma_tail (the path for shapes TMA cannot take) as a CudaKernel."""
     return CudaKernel(
-        source="wgmma.cu", entry="gemm_wgmma_tail", block=(256,), tile=(TAIL_TILE, TAIL_TILE),
+        source="12_wgmma.cu", entry="gemm_wgmma_tail", block=(256,), tile=(TAIL_TILE, TAIL_TILE),
         precision=precision, min_cc=(9, 0),
         options=_options(precision, stages, group_m, cluster, pingpong, store_buffers),
         arches=(ARCH,), name=f"wgmma-{precision}-tail",

@@ -1,4 +1,4 @@
-"""The candidate kernels (reference_kernels/candidates) and tools/perf_candidates.py, with no GPU.
+"""The candidate kernels (bench/candidates) and bench/perf_candidates.py, with no GPU.
 
 Compile checks: every candidate compiles with NVRTC for sm_80 and sm_90 (and
 every other architecture it claims) with no spills, its block matches its
@@ -31,14 +31,14 @@ import pytest
 
 import reference_kernels
 from pytest_gemm.model.contract import CudaKernel
-from reference_kernels import candidates
+from bench import candidates
 
 from suite_helpers import compile_fresh, compile_spill_free, load_declarations, nvrtc_missing
 
 pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm_nvrtc)
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOL = ROOT / "tools" / "perf_candidates.py"
+TOOL = ROOT / "bench" / "perf_candidates.py"
 REQUIRED_ARCHES = ("sm_80", "sm_90")
 REGISTERS_PER_SM = 65536
 SMEM_PER_SM = 228 * 1024          # sm_80 / sm_90 (H100/H200: 228 KiB, 1 KiB reserved per block)
@@ -237,7 +237,7 @@ def test_candidates_are_not_ladder_rungs() -> None:
 
 def test_every_declared_build_is_a_candidate_under_the_attribute_its_name_spells() -> None:
     # the lists are read off the module's declarations: a build declared there is measured, and
-    # its attribute (what --gemm-kernel reference_kernels.candidates:ATTR names) follows its name
+    # its attribute (what --gemm-kernel bench.candidates:ATTR names) follows its name
     declared = {attr: k for attr in candidates.__all__ if isinstance(k := getattr(candidates, attr), CudaKernel)}
     assert sorted(map(id, declared.values())) == sorted(map(id, ALL))
     for attr, kernel in declared.items():
@@ -263,7 +263,7 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
     assert all(o[f] != 0 for f in flags & set(o)), "each option only where the build uses it"
     assert copy_at == 0 or (mbar and copy_at + spread <= bk // 16), "copies from a later step only in the mbarrier ring"
     assert (bk % 64 == 0 or bk == 32) and bn % 64 == 0 and wn % 64 == 0 and 1 <= spread < bk // 16, (
-        "mma_fp16.cu's static_asserts")
+        "candidates/mma_fp16.cu's static_asserts")
     assert tuple(kernel.tile) == (bm, bn)
     threads = (bm // wm) * (bn // wn) * 32
     assert math.prod(kernel.block) == threads and threads in (128, 256)
@@ -298,7 +298,7 @@ def test_sgemm_declaration_is_consistent(kernel: CudaKernel) -> None:
 
 
 def test_importing_candidates_imports_no_cupy() -> None:
-    code = ("import sys; import reference_kernels.candidates as c; "
+    code = ("import sys; import bench.candidates as c; "
             "assert 'cupy' not in sys.modules, 'cupy imported'; print(len(c.CANDIDATES))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
     assert out.returncode == 0, out.stderr
@@ -366,12 +366,12 @@ def _mma_m16n8k16(a_regs: np.ndarray, b_regs: np.ndarray, c: np.ndarray) -> np.n
 
 
 def _swizzle_a(chunk, row, bk: int):
-    """mma_fp16.cu swizzle_a(): A's rows of BK halves; with BK = 32, pairs of 64-byte rows."""
+    """candidates/mma_fp16.cu swizzle_a(): A's rows of BK halves; with BK = 32, pairs of 64-byte rows."""
     return chunk ^ ((row >> 1) & 3) if bk == 32 else chunk ^ (row & 7)
 
 
 def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> np.ndarray:
-    """mma_fp16.cu's fill, ldmatrix addressing, fragments and epilogue, one block at a time.
+    """candidates/mma_fp16.cu's fill, ldmatrix addressing, fragments and epilogue, one block at a time.
     MMA_LEAN builds: blocks inside C (vector fill) load their K slices shifted down by kShift,
     the partial slice first, chunks below k = 0 zero-filled (gemm_body's `lean`)."""
     o = _options(kernel)
@@ -385,10 +385,10 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     MI, NI = WM // 16, WN // 8
     A_LD, B_LD = BK, BN
 
-    def swizzled(chunk, row):  # mma_fp16.cu swizzled()
+    def swizzled(chunk, row):  # candidates/mma_fp16.cu swizzled()
         return chunk ^ (row & 7)
 
-    def frag_addr(base, chunk, rows):  # mma_fp16.cu frag_addr: a lane's chunk 0 -> chunk `chunk`, + rows bytes
+    def frag_addr(base, chunk, rows):  # candidates/mma_fp16.cu frag_addr: a lane's chunk 0 -> chunk `chunk`, + rows bytes
         return (base ^ ((chunk & 7) * 16)) + (chunk >> 3) * 128 + rows
     A_STAGE, B_STAGE = BM * A_LD, BK * B_LD
     A_CR, B_CR = BK // 8, BN // 8
@@ -405,7 +405,7 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
     tiles_done = set()
     for by in range(grid_y):
         for bx in range(grid_x):
-            tile_row, tile_col = by, bx  # mma_fp16.cu block_origin
+            tile_row, tile_col = by, bx  # candidates/mma_fp16.cu block_origin
             assert (tile_row, tile_col) not in tiles_done and tile_row < grid_y and tile_col < grid_x
             tiles_done.add((tile_row, tile_col))
             block_row, block_col = tile_row * BM, tile_col * BN
@@ -489,7 +489,7 @@ def _mma_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> n
 
 def _mma_smem_epilogue(C: np.ndarray, acc: np.ndarray, block_row: int, block_col: int, WM: int, WN: int,
                        warps_n: int) -> None:
-    """mma_fp16.cu's MMA_SMEM_EPILOGUE for a block inside C: per warp and 16-row step mi, the
+    """candidates/mma_fp16.cu's MMA_SMEM_EPILOGUE for a block inside C: per warp and 16-row step mi, the
     accumulator pairs into the staging buffer (rows of EP_LD floats), then float4 rows to C."""
     ep_ld, row_f4 = WN + 8, WN // 4
     lane = np.arange(32)
@@ -533,7 +533,7 @@ def test_mma_index_model_computes_the_product(kernel: CudaKernel, shape: tuple[i
 
 
 def _sgemm_model(kernel: CudaKernel, A: np.ndarray, B: np.ndarray, vec: bool) -> np.ndarray:
-    """sgemm.cu's fill (both kinds), per-lane rows and columns, and epilogue."""
+    """candidates/sgemm.cu's fill (both kinds), per-lane rows and columns, and epilogue."""
     o = _options(kernel)
     BM, BN, BK, FILL = o["SG_BM"], o["SG_BN"], o["SG_BK"], o["SG_FILL"]
     M, K = A.shape

@@ -1,4 +1,4 @@
-"""tools/cutlass_sm80: CUTLASS's Ampere GEMMs as launchers (issue 18's ceiling for mma.sync).
+"""bench/cutlass_sm80: CUTLASS's Ampere GEMMs as launchers (issue 18's ceiling for mma.sync).
 No GPU and no CUTLASS here: the spec loads, every build is declared the way the CUDA code
 needs, and a missing library says how to build it."""
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pytest
 from pytest_gemm.kernels.loader import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
-SPEC = "tools/cutlass_sm80/launchers.py:ALL"
+SPEC = "bench/cutlass_sm80/launchers.py:ALL"
 
 
 def test_every_build_script_config_is_a_launcher():
     kernels = load_spec(SPEC, REPO)
-    script = (REPO / "tools/cutlass_sm80/build.sh").read_text()
+    script = (REPO / "bench/cutlass_sm80/build.sh").read_text()
     built = [line.split()[0].strip('"') for line in script.splitlines() if line.strip().startswith('"') and "x" in line]
     assert [k.name for k in kernels] == [f"cutlass-sm80-{c}" for c in built]
     for k in kernels:
@@ -28,7 +28,7 @@ def test_a_missing_library_says_how_to_build_it(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTEST_GEMM_CUTLASS_LIB", str(tmp_path / "absent.so"))
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("cutlass_launchers_fresh", REPO / "tools/cutlass_sm80/launchers.py")
+    spec = importlib.util.spec_from_file_location("cutlass_launchers_fresh", REPO / "bench/cutlass_sm80/launchers.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     with pytest.raises(FileNotFoundError, match="build.sh"):

@@ -148,7 +148,7 @@ def test_the_candidates_the_gpu_session_times_exist():
     GPU only, after a machine start; here it fails on CPU."""
     import sys
 
-    sys.path.insert(0, str(ROOT / "tools"))
+    sys.path.insert(0, str(ROOT / "bench"))
     from perf_candidates import valid_names
 
     script = _text(ROOT / "tools" / "gpu_session.sh")

@@ -1,6 +1,6 @@
-"""The -DGEMM_NO_EDGE builds of the float4 rungs, and tools/edge_cost.py, with no GPU.
+"""The -DGEMM_NO_EDGE builds of the float4 rungs, and bench/edge_cost.py, with no GPU.
 
-tools/edge_cost.py times ``vectorized`` and ``warptile`` against the same
+bench/edge_cost.py times ``vectorized`` and ``warptile`` against the same
 source built with ``-DGEMM_NO_EDGE`` (no bounds checks, no scalar fallback).
 Here: those builds compile for sm_80 and sm_90 with no spills, really have no
 scalar global loads or stores left (the default builds do), and the tool's
@@ -26,7 +26,7 @@ from suite_helpers import compile_fresh, compile_spill_free, load_declarations, 
 pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm_nvrtc)
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOL = ROOT / "tools" / "edge_cost.py"
+TOOL = ROOT / "bench" / "edge_cost.py"
 ARCHES = ("sm_80", "sm_90")
 REGISTERS_PER_SM = 65536
 SCALAR_GLOBAL = re.compile(r"\b(?:ld\.global(?:\.nc)?|st\.global)\.f32\b")  # .v4.f32 does not match

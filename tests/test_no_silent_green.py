@@ -472,4 +472,4 @@ def test_the_sdist_built_here_has_no_tests_and_has_the_cuda_sources(tmp_path):
     (sdist,) = tmp_path.glob("*.tar.gz")
     names = tarfile.open(sdist).getnames()
     assert not any("/tests/" in n for n in names)
-    assert any(n.endswith("reference_kernels/tiled.cu") for n in names) and any(n.endswith("/LICENSE") for n in names)
+    assert any(n.endswith("reference_kernels/03_tiled.cu") for n in names) and any(n.endswith("/LICENSE") for n in names)

@@ -52,7 +52,7 @@ def test_every_paragraph_with_a_measured_figure_names_a_commit():
     "The cp.async rungs run 1.21x their synchronous twin at 4096^3.",
     "Earlier figures put cuBLAS fp16 at 552 to 636 TFLOP/s.",
     "The SM clock held 1.72 GHz throughout.",
-    "`python tools/edge_cost.py`: vectorized -0.2 %, warptile -2.0 %.",
+    "`python bench/edge_cost.py`: vectorized -0.2 %, warptile -2.0 %.",
 ])
 def test_a_figure_with_no_commit_is_caught_wherever_it_is(paragraph):
     assert bare_figures(f"intro\n\n{paragraph}\n") == [paragraph[:160]]

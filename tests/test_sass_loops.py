@@ -1,4 +1,4 @@
-"""tools/sass_loops.py, with no GPU and no nvdisasm: its reading of nvdisasm's output (loops,
+"""bench/sass_loops.py, with no GPU and no nvdisasm: its reading of nvdisasm's output (loops,
 moved accumulators, reuse flags, the order of instructions, the stall cycles of the control words)
 on SASS written here."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from suite_helpers import load_registered
 
 ROOT = Path(__file__).resolve().parent.parent
-sass_loops = load_registered(ROOT / "tools" / "sass_loops.py", "gemm_tools_sass_loops")
+sass_loops = load_registered(ROOT / "bench" / "sass_loops.py", "gemm_tools_sass_loops")
 
 # The shape of nvdisasm -c output: a prologue, a K loop with a spin wait inside it (a backward
 # branch with no HMMA, not a tensor loop), four HMMA (the last one predicated) of which one moves

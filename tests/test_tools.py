@@ -1,6 +1,7 @@
-"""Every tool in tools/ starts, with no GPU: each Python tool answers ``--help``, each shell script
-answers ``--help`` (gpu_session.sh its usage too), every project import a tool makes (at the top
-or inside a function) resolves, and tools/README.md lists every file there. No GPU."""
+"""Every tool in tools/ and bench/ starts, with no GPU: each Python tool answers ``--help``, each
+shell script answers ``--help`` (gpu_session.sh its usage too), every project import a tool makes
+(at the top or inside a function) resolves, and each folder's README.md lists every file there.
+No GPU."""
 from __future__ import annotations
 
 import ast
@@ -16,17 +17,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools"
+BENCH = ROOT / "bench"
+#: The kinds each folder's README.md gives its lines: tools/ holds upkeep and the project's
+#: benchmarks, bench/ the research on the reference kernels.
+KINDS = {TOOLS: ("upkeep", "benchmark"), BENCH: ("tool", "kernels", "notes", "package")}
 PER_TOOL_S = 60
-#: What git ignores in tools/ and what a run leaves there (CUTLASS's build, bytecode).
+#: What git ignores in tools/ and bench/ and what a run leaves there (CUTLASS's build, bytecode).
 _NOT_TOOLS = {"__pycache__", "build", "README.md"}
 
 
-def _tool_files() -> list[Path]:
+def _tool_files(folders: tuple[Path, ...] = (TOOLS, BENCH)) -> list[Path]:
     found = []
-    for path in sorted(TOOLS.rglob("*")):
-        rel = path.relative_to(TOOLS)
-        if path.is_file() and not _NOT_TOOLS & set(rel.parts) and path.suffix != ".pyc":
-            found.append(path)
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            rel = path.relative_to(folder)
+            if path.is_file() and not _NOT_TOOLS & set(rel.parts) and path.suffix != ".pyc":
+                found.append(path)
     return found
 
 
@@ -43,20 +49,22 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
 
 
-def test_the_readme_lists_every_tool_and_nothing_else():
-    readme = (TOOLS / "README.md").read_text()
-    listed = re.findall(r"^- `([\w./-]+)` \((upkeep|benchmark|experiment)\): \S", readme, re.M)
+@pytest.mark.parametrize("folder", [TOOLS, BENCH], ids=lambda f: f.name)
+def test_the_readme_lists_every_tool_and_nothing_else(folder: Path):
+    readme = (folder / "README.md").read_text()
+    listed = re.findall(r"^- `([\w./-]+)` \((%s)\): \S" % "|".join(KINDS[folder]), readme, re.M)
     names = [name for name, _ in listed]
-    files = [str(p.relative_to(TOOLS)) for p in _tool_files()]
-    assert len(names) == len(set(names)), "tools/README.md lists a file twice"
-    assert not set(files) - set(names), f"tools/README.md does not list {sorted(set(files) - set(names))}: add one line each"
-    assert not set(names) - set(files), f"tools/README.md lists files that are gone: {sorted(set(names) - set(files))}"
+    files = [str(p.relative_to(folder)) for p in _tool_files((folder,))]
+    where = f"{folder.name}/README.md"
+    assert len(names) == len(set(names)), f"{where} lists a file twice"
+    assert not set(files) - set(names), f"{where} does not list {sorted(set(files) - set(names))}: add one line each"
+    assert not set(names) - set(files), f"{where} lists files that are gone: {sorted(set(names) - set(files))}"
 
 
 def test_every_python_tool_answers_help_with_no_gpu():
     """All at once (the subprocesses mostly wait on imports), each within PER_TOOL_S."""
     tools = _python_tools()
-    assert len(tools) >= 15
+    assert len(tools) >= 20 and any(p.parent == BENCH for p in tools)
     procs = {p: subprocess.Popen([sys.executable, str(p), "--help"], cwd=str(ROOT), env=_env(), text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for p in tools}
     failed = []
@@ -112,7 +120,7 @@ def test_every_project_import_of_a_tool_resolves():
 
 
 def test_the_import_check_sees_a_moved_module(tmp_path):
-    """What made tools/mma_sync_peak.py fail: an import, inside main(), of a module that moved."""
+    """What made bench/mma_sync_peak.py fail: an import, inside main(), of a module that moved."""
     tool = tmp_path / "stale.py"
     tool.write_text("def main():\n    from reference_kernels.cublas import cublas_fp16\n"
                     "    from pytest_gemm.measure.cublas import cublas_fp33\n")
@@ -120,9 +128,9 @@ def test_the_import_check_sees_a_moved_module(tmp_path):
     assert found == [(2, "no module reference_kernels.cublas"), (3, "pytest_gemm.measure.cublas has no cublas_fp33")]
 
 
-@pytest.mark.parametrize("script", ["gpu_session.sh", "compare_gate_check.sh", "cutlass_sm80/build.sh"])
-def test_every_shell_tool_answers_help(script, tmp_path):
-    done = subprocess.run(["bash", str(TOOLS / script), "--help"], cwd=str(tmp_path), env=_env(), text=True,
+@pytest.mark.parametrize("script", [p for p in _tool_files() if p.suffix == ".sh"], ids=lambda p: p.name)
+def test_every_shell_tool_answers_help(script: Path, tmp_path):
+    done = subprocess.run(["bash", str(script), "--help"], cwd=str(tmp_path), env=_env(), text=True,
                           capture_output=True, timeout=PER_TOOL_S)
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) >= 3 and not list(tmp_path.iterdir()), done.stdout

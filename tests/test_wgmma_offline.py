@@ -2,7 +2,7 @@
 
 The rung is a Python launcher (its TMA tensor maps are built on the host), so the
 conformance suite's compile check, which compiles CudaKernels, does not see its CUDA C.
-Here: both entries of reference_kernels/wgmma.cu compile with NVRTC for sm_90a at every
+Here: both entries of reference_kernels/12_wgmma.cu compile with NVRTC for sm_90a at every
 build the launcher uses, with no spills and no stack frame, hold the instructions the rung is
 about (wgmma, TMA, mbarriers, setmaxnreg), and fit one block per SM; the declarations claim
 sm_90a only, and are skipped with the reason on every other compute capability.
@@ -47,7 +47,7 @@ def test_compiles_for_sm90a_without_spills(precision: str, stages: int, cluster:
         assert 0 < res.registers <= 168, res
     assert "warning" not in result.log.lower() or "wgmma" not in result.log.lower(), result.log
     # ptxas reports wgmma serialisation as "info", not as a warning: once it happens, every wgmma
-    # of the kernel waits for the one before (reference_kernels/NOTES.md, "Issue 29, sixth").
+    # of the kernel waits for the one before (bench/NOTES.md, "Issue 29, sixth").
     assert "serialized" not in result.log, result.log
 
 
@@ -188,7 +188,7 @@ def test_wgmma_try_variant_names() -> None:
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "tools" / "wgmma_try.py"
+    path = Path(__file__).resolve().parent.parent / "bench" / "wgmma_try.py"
     spec = importlib.util.spec_from_file_location("wgmma_try", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

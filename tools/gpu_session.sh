@@ -30,7 +30,7 @@
 #                                       # carried in .whl/ when the machine has no Dask (docs/distributed.md)
 #   bash tools/gpu_session.sh course    # the course example (examples/course, 5 students) with the gradebook's
 #                                       # defaults, as its README gives it: target <= 90 s  ~1.5 min
-#   bash tools/gpu_session.sh cutlass   # CUTLASS's own mma.sync GEMMs (tools/cutlass_sm80, built beforehand and
+#   bash tools/gpu_session.sh cutlass   # CUTLASS's own mma.sync GEMMs (bench/cutlass_sm80, built beforehand and
 #                                       # carried) and the rung mma-fp16 through the suite, then Nsight Compute
 #                                       # on CUTLASS_PROFILE (the rung, CUTLASS's 256x128x64_s3)  ~3 min
 #   bash tools/gpu_session.sh ecosystems # examples/ecosystems/ through the suite: the Triton tutorial kernel
@@ -200,10 +200,10 @@ for stage in "$@"; do
         --out "$out/fidelity.json" > /dev/null 2> "$out/fidelity.txt"
       tail -16 "$out/fidelity.txt"
       for i in 1 2; do
-        limit 60 ncu --clock-control none --metrics gpu__time_duration.sum python3 tools/cublas_kernels.py 2>&1 \
+        limit 60 ncu --clock-control none --metrics gpu__time_duration.sum python3 bench/cublas_kernels.py 2>&1 \
           | grep -E "Device [0-9]|gpu__time_duration|ERR|rror" | cut -c1-220 | head -14
       done 2>&1 | tee "$out/cublas_kernels.txt"
-      walled 'tensor candidates' 150 python3 tools/perf_candidates.py --only mma-fp16,mma-fp16-128x256x32-s4-cs1-lean \
+      walled 'tensor candidates' 150 python3 bench/perf_candidates.py --only mma-fp16,mma-fp16-128x256x32-s4-cs1-lean \
         --sizes 4096 --rounds 3 --out "$out/candidates.json" 2>&1 | tail -14 | tee "$out/candidates.txt"
       ;;
     verdicts)
@@ -269,14 +269,14 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
     cutlass)
       # CUTLASS_PROFILE: the kernels Nsight Compute looks at (rung or candidate names, or specs);
       # CUTLASS_SUITE=0 skips the suite, CUTLASS_PROFILE="" the profiles
-      lib=tools/cutlass_sm80/build/libcutlass_sm80.so
+      lib=bench/cutlass_sm80/build/libcutlass_sm80.so
       if [ ! -f "$lib" ]; then
-        echo "cutlass: $lib is missing: build it with tools/cutlass_sm80/build.sh and carry tools/cutlass_sm80/build"
+        echo "cutlass: $lib is missing: build it with bench/cutlass_sm80/build.sh and carry bench/cutlass_sm80/build"
         continue
       fi
       if [ "${CUTLASS_SUITE:-1}" != 0 ]; then
         walled 'CUTLASS sm80 builds and mma-fp16, full suite, -n 4' 300 python3 -m pytest \
-          --gemm-kernel tools/cutlass_sm80/launchers.py:ALL --gemm-kernel reference_kernels:mma_fp16 \
+          --gemm-kernel bench/cutlass_sm80/launchers.py:ALL --gemm-kernel reference_kernels:mma_fp16 \
           --gemm-timeout 20 -n 4 -p no:cacheprovider -q -rfE --gemm-report "$out/cutlass.json" > "$out/cutlass.txt" 2>&1
         grep -E "passed|failed|error" "$out/cutlass.txt" | tail -12
         python3 tools/ladder_table.py "$out/cutlass.json" | tee "$out/cutlass.md"
@@ -285,13 +285,13 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       metrics+=',regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
       metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
       metrics+=,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct
-      for k in ${CUTLASS_PROFILE-mma-fp16 tools/cutlass_sm80/launchers.py:ALL:256x128x64_s3}; do
+      for k in ${CUTLASS_PROFILE-mma-fp16 bench/cutlass_sm80/launchers.py:ALL:256x128x64_s3}; do
         echo "=== ncu: $k"
         limit 90 ncu --clock-control none --kernel-name regex:'gemm_|Kernel' --launch-skip 1 --launch-count 1 \
           --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis \
           --section MemoryWorkloadAnalysis --section InstructionStats --section LaunchStats --section Occupancy \
           --metrics "$metrics" \
-          python3 tools/profile_kernel.py --kernel "$k" --size 4096 2>&1 | grep -v "^==PROF==" | cut -c1-160
+          python3 bench/profile_kernel.py --kernel "$k" --size 4096 2>&1 | grep -v "^==PROF==" | cut -c1-160
       done > "$out/cutlass_ncu.txt" 2>&1
       grep -E "=== ncu|Duration|SM Frequency|hmma|stalled|wavefronts|conflicts|lts__|dram__|Issued Ipc|Registers Per" \
         "$out/cutlass_ncu.txt" | grep -vE " 0$" | head -120
@@ -332,9 +332,9 @@ print('numba run: numpy', numpy.__version__, '| numba', m.version('numba'), '| n
       ;;
     perf)
       {
-        limit 90 python3 tools/edge_cost.py --out "$out/edge_cost.json" 2>&1 | tail -20
+        limit 90 python3 bench/edge_cost.py --out "$out/edge_cost.json" 2>&1 | tail -20
         limit 150 python3 tools/fidelity.py --kernels cublas-fp32,warptile --out "$out/fidelity.json" 2>&1 | tail -20
-        limit 250 python3 tools/perf_candidates.py --deadline-s 170 --out "$out/candidates.json" 2>&1 | tail -40
+        limit 250 python3 bench/perf_candidates.py --deadline-s 170 --out "$out/candidates.json" 2>&1 | tail -40
       } | tee "$out/perf.txt"
       ;;
   esac

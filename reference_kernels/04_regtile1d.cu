@@ -1,4 +1,5 @@
-// Rung 4: 1D register tiling.
+// Rung 4, regtile1d: 1D register tiling.
+// Over rung 3 (03_tiled.cu): 8 outputs per thread in a column, so one B value read from shared memory feeds 8 FMAs.
 //
 // Block tile 64 x 64 of C, K walked in slices of BK = 8, 512 threads. Thread t
 // owns a column of TM = 8 outputs: column t % 64, rows 8 * (t / 64) .. +7,
@@ -6,7 +7,7 @@
 //
 // What it teaches: in the inner loop a thread reads one value of B from
 // shared memory and reuses it for eight multiply-adds (one per output of its
-// column), so shared loads per FMA fall from 2 (tiled.cu) to 9/8. Fewer
+// column), so shared loads per FMA fall from 2 (03_tiled.cu) to 9/8. Fewer
 // threads each doing more work is the start of every fast GEMM.
 //
 // Fill: the 64 x 8 slice of A and the 8 x 64 slice of B are 512 floats each,

@@ -1,6 +1,6 @@
-// Rung 7b, warptile-256 (built -DSG_BN=256 -DSG_BK=16 -DSG_FILL=0), and the FP32 candidates of
-// candidates/: FP32 SIMT GEMM, FFMA only (no tensor cores, no TF32). C = A @ B, all row-major
-// float32. Any M, N, K >= 1.
+// The FP32 candidates of bench/candidates: reference_kernels/08_warptile_256.cu (the rung
+// warptile-256, built -DSG_BN=256 -DSG_BK=16 -DSG_FILL=0) with every fill the research used. FP32 SIMT GEMM, FFMA only (no tensor cores,
+// no TF32). C = A @ B, all row-major float32. Any M, N, K >= 1.
 //
 // What the rung adds to warptile.cu: the same warp and lane layout (warps 2 x 4, lanes 8 x 4,
 // 4 x 4 blocks of outputs 32 rows and 16 columns apart), widened to 8 x 16 outputs per lane on a

@@ -4,7 +4,7 @@ run under Nsight Compute to see which kernel cuBLAS picks in this process (a dif
 from one process to the next would explain a median that moves between runs while our own
 rungs hold still). Needs a GPU.
 
-    ncu --clock-control none --metrics gpu__time_duration.sum python3 tools/cublas_kernels.py
+    ncu --clock-control none --metrics gpu__time_duration.sum python3 bench/cublas_kernels.py
 """
 from __future__ import annotations
 

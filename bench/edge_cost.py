@@ -22,8 +22,8 @@ arguments).
 
 Run from the repository root on a machine with a GPU:
 
-    python3 tools/edge_cost.py                 # 4096^3, 7 rounds of 0.5 s per build
-    python3 tools/edge_cost.py --rounds 11 --budget-s 1.0 --out edge_cost.json
+    python3 bench/edge_cost.py                 # 4096^3, 7 rounds of 0.5 s per build
+    python3 bench/edge_cost.py --rounds 11 --budget-s 1.0 --out edge_cost.json
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-// Rung 6: 2D register tiling with float4 memory traffic and a transposed A
+// Rung 6, vectorized: 2D register tiling with float4 memory traffic and a transposed A
 // tile, C = alpha * A @ B + beta * C.
+// Over rung 5 (05_regtile2d.cu): vector memory instructions, float4 global and shared accesses.
 //
-// The shape of regtile2d.cu: block tile 128 x 128, BK = 8, 256 threads, an
+// The shape of 05_regtile2d.cu: block tile 128 x 128, BK = 8, 256 threads, an
 // 8 x 8 micro-tile per thread. What changes is how data moves:
 //   - global loads are float4: each thread fetches 4 consecutive floats of A
 //     and 4 of B per slice (one 16-byte load each instead of four);

@@ -1,4 +1,5 @@
-// Rung 1: naive GEMM with threadIdx.x walking down the ROWS of C.
+// Rung 1, naive-rows: naive GEMM with threadIdx.x walking down the ROWS of C.
+// The first rung: nothing staged, nothing reused; every rung after it adds one idea.
 //
 // One thread computes one element C[row][col] as a dot product read straight
 // from global memory. The launch uses a square block (blockDim.x ==
@@ -10,7 +11,7 @@
 // here they own 32 consecutive ROWS of one column. Every load of A touches 32
 // different rows (stride K floats) and every store of C touches 32 different
 // rows (stride N floats): 32 memory transactions where one would do. Compare
-// with naive_coalesced.cu, which differs only in the two index lines below.
+// with 02_naive_coalesced.cu, which differs only in the two index lines below.
 //
 // Any M, N, K >= 1: threads outside C return before touching memory.
 

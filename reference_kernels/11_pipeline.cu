@@ -1,4 +1,7 @@
-// Rung 9: one register-tiled GEMM, its shared-memory tiles filled two ways.
+// Rung 11, pipeline-sync and cpasync2/3/4 (-DSTAGES): one register-tiled GEMM, its shared-memory
+// tiles filled two ways.
+// Over rung 10 (10_mma_fp16.cu, whose ring it isolates): the asynchronous copy on its own, an FP32
+// GEMM filled by plain loads and by a cp.async ring of 2, 3 or 4 stages, bit-identical.
 //
 // Block tile 64 x 64 of C, K slices of BK = 16, 256 threads, a 4 x 4
 // micro-tile per thread (rows 4 * (t / 16) .., columns 4 * (t % 16) ..).
@@ -123,6 +126,8 @@ static __device__ __forceinline__ void store_tile(float* __restrict__ C, int M, 
     }
 }
 
+// (load4_edge as in 07_warptile.cu and 08_warptile_256.cu: each rung is kept self-contained on
+// purpose, one file a student reads top to bottom, so small helpers are copied, not shared.)
 // rowPtr[col .. col+3], zero outside (see FillMap.vec for the float4 case).
 static __device__ __forceinline__ float4 load4_edge(const float* rowPtr, int col, int limit, bool rowIn, bool vec)
 {
@@ -188,6 +193,8 @@ gemm_pipeline_sync(const float* __restrict__ A, const float* __restrict__ B, flo
 #error "STAGES must be 2, 3 or 4"
 #endif
 
+// (These cp.async helpers are copied into 10_mma_fp16.cu: each rung is kept self-contained on
+// purpose.)
 #if __CUDA_ARCH__ >= 800
 // 16 bytes global -> shared; bytes [srcBytes, 16) of the destination are
 // zero-filled (srcBytes == 0: nothing is read, all 16 bytes are zero).

@@ -3,7 +3,7 @@
 # Needs nvcc and CUTLASS's headers: CUTLASS_DIR=/path/to/cutlass, a checkout (CUTLASS 4.7 was
 # measured) or what `pip install nvidia-cutlass` ships (4.2 compiles too):
 #   CUTLASS_DIR=$(python3 -c "import cutlass_library, os; print(os.path.dirname(cutlass_library.__file__))")/source
-# Output: tools/cutlass_sm80/build/ (carry it to a GPU machine that has no nvcc or no CUTLASS).
+# Output: bench/cutlass_sm80/build/ (carry it to a GPU machine that has no nvcc or no CUTLASS).
 set -euo pipefail
 case "${1:-}" in -h|--help) sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -1,19 +1,22 @@
 """Candidates for the top of the ladder: kernels to be measured, not yet rungs.
 
 Nothing here is part of ``reference_kernels.LADDER``: a candidate becomes a rung
-only after ``tools/perf_candidates.py`` has shown on a GPU that it is bit-exact
-and worth ranking against. Two sources, each built several ways through ``-D``
-options (NOTES.md beside the ladder's README gives the reasoning and the
-predictions for each):
+only after ``bench/perf_candidates.py`` has shown on a GPU that it is bit-exact
+and worth ranking against. Two sources beside this file, each built several ways
+through ``-D`` options (``bench/NOTES.md`` gives the reasoning and the predictions
+for each). They are the rungs' sources with every knob the research used; the
+rungs in ``reference_kernels/`` keep only their shipped build:
 
-``../mma_fp16.cu`` (``gemm_mma_fp16``; its 256 x 128 ``-mbar-se`` build is the rung ``mma-fp16``)
+``mma_fp16.cu`` (``gemm_mma_fp16``; its 256 x 128 ``-mbar-ce-tw-se`` build is the rung ``mma-fp16``,
+``reference_kernels/10_mma_fp16.cu``)
     fp16 in, fp32 accumulate: inline-PTX ``mma.sync.m16n8k16``, operands from
     XOR-swizzled shared memory through ``ldmatrix`` (``.trans`` for B), a
     ``cp.async`` ring of 3 K slices of 64 (guarded by a block barrier per slice,
     or by full/empty mbarriers: ``-mbar``), fragments one k16 step ahead, fp32
     pairs stored straight from the accumulators (or staged through shared
     memory and stored as float4 rows: ``-se``). sm_80+.
-``../sgemm.cu`` (``gemm_sgemm``; its 128 x 256 x 16 register-prefetch build is the rung ``warptile-256``)
+``sgemm.cu`` (``gemm_sgemm``; its 128 x 256 x 16 register-prefetch build is the rung ``warptile-256``,
+``reference_kernels/08_warptile_256.cu``)
     FP32 FFMA only: 256 threads, warps 2 x 4, lanes 8 x 4, 8 x 8 or 8 x 16
     outputs per lane in 4-wide column groups; the shared tiles filled either by
     register prefetch into a double buffer (A transposed, "rp") or by a
@@ -27,7 +30,77 @@ misaligned). Importing this package never imports CuPy or touches CUDA.
 from __future__ import annotations
 
 from pytest_gemm.model.contract import CudaKernel
-from reference_kernels import MMA_BK, mma_fp16_kernel, mma_smem_bytes, sgemm_kernel, sgemm_smem_bytes
+
+_AB = "A,B,C,M,N,K"
+
+
+def sgemm_smem_bytes(bm: int, bn: int, bk: int, fill: int, stages: int) -> int:
+    """Dynamic shared memory of sgemm.cu: per stage the A tile (transposed BK x (BM+4)
+    for fill 0, BM x (BK+4) for fill 1) and the B tile BK x BN, in floats; fill 0 has 2 stages."""
+    if fill == 0:
+        return 2 * (bk * (bm + 4) + bk * bn) * 4
+    return stages * (bm * (bk + 4) + bk * bn) * 4
+
+
+def sgemm_kernel(bn: int, bk: int, fill: int, stages: int, min_blocks: int, name: str | None = None) -> CudaKernel:
+    """sgemm.cu built for a 128 x ``bn`` block tile and K slices of ``bk``: fill 0, register
+    prefetch into two shared buffers (A transposed, name ``...-rp2``); fill 1, a cp.async ring of
+    ``stages`` slices (``...-cp<stages>``). The rung ``warptile-256`` is its 128 x 256 x 16 ``rp2`` build."""
+    bm = 128
+    kind = "rp" if fill == 0 else "cp"
+    depth = 2 if fill == 0 else stages
+    return CudaKernel(
+        source="sgemm.cu", entry="gemm_sgemm", block=(256,), tile=(bm, bn),
+        signature=_AB, precision="fp32",
+        # cp.async needs sm_80; the register-prefetch fill runs wherever warptile.cu does.
+        min_cc=(7, 0) if fill == 0 else (8, 0),
+        shared_mem=sgemm_smem_bytes(bm, bn, bk, fill, depth),
+        options=(f"-DSG_BM={bm}", f"-DSG_BN={bn}", f"-DSG_BK={bk}", f"-DSG_FILL={fill}",
+                 f"-DSG_STAGES={depth}", f"-DSG_MIN_BLOCKS={min_blocks}"),
+        name=name or f"sgemm-{bm}x{bn}x{bk}-{kind}{depth}",
+    )
+
+
+MMA_BK = 64  # the K slice of mma_fp16.cu's rung (-DMMA_BK): one 128-byte swizzled row of A (32 also builds)
+
+
+def mma_smem_bytes(bm: int, bn: int, stages: int, bk: int = MMA_BK, mbar: bool = False) -> int:
+    """Dynamic shared memory of mma_fp16.cu: STAGES x (BM x BK + BK x BN) halves, and with
+    ``mbar`` two 8-byte mbarriers per stage after them."""
+    return stages * (bm * bk + bk * bn) * 2 + (2 * stages * 8 if mbar else 0)
+
+
+def mma_fp16_kernel(bm: int, bn: int, wm: int, wn: int, stages: int, min_blocks: int,
+                    name: str | None = None, bk: int = MMA_BK, spread: int = 3, lean: bool = False,
+                    smem_epilogue: bool = False, mbar: bool = False, copy_at: int = 0, try_wait: bool = False,
+                    arrive_all: bool = False, copy_early: bool = False) -> CudaKernel:
+    """mma_fp16.cu built for a block tile ``bm x bn``, warp tiles ``wm x wn`` and a cp.async
+    ring of ``stages`` K slices of ``bk`` (the rung ``mma-fp16`` is its 256 x 128 ``-mbar-ce-tw-se`` build);
+    ``spread``: the steady-state loop issues the next slice's copies over that many k16 steps
+    (``-DMMA_SPREAD``, name suffix ``-cs<n>``); ``lean``: the inner blocks' loop of issue 29
+    (``-DMMA_LEAN=1``, name suffix ``-lean``); ``smem_epilogue``: C staged through shared memory
+    and stored as float4 rows (``-DMMA_SMEM_EPILOGUE=1``, ``-se``); ``mbar``: the ring guarded by
+    mbarriers instead of a block barrier per slice (``-DMMA_MBAR=1``, ``-mbar``), its copies
+    issued from k16 step ``copy_at`` on (``-DMMA_COPY_AT``, ``-at<n>``), waited for with sm_90's
+    ``try_wait`` (``try_wait``: ``-DMMA_TRY_WAIT=1``, ``-tw``), released by every thread rather than
+    one per warp (``arrive_all``: ``-DMMA_ARRIVE_ALL=1``, ``-aa``), the copies after the first copy
+    step issued at the start of their k16 step (``copy_early``: ``-DMMA_COPY_EARLY=1``, ``-ce``)."""
+    threads = (bm // wm) * (bn // wn) * 32
+    options = (f"-DMMA_BM={bm}", f"-DMMA_BN={bn}", f"-DMMA_WM={wm}", f"-DMMA_WN={wn}", f"-DMMA_BK={bk}",
+               f"-DMMA_STAGES={stages}", f"-DMMA_MIN_BLOCKS={min_blocks}", f"-DMMA_SPREAD={spread}")
+    flags = (("-DMMA_LEAN=1", lean, "-lean"), ("-DMMA_MBAR=1", mbar, "-mbar"),
+             (f"-DMMA_COPY_AT={copy_at}", copy_at != 0, f"-at{copy_at}"),
+             ("-DMMA_COPY_EARLY=1", copy_early, "-ce"), ("-DMMA_TRY_WAIT=1", try_wait, "-tw"),
+             ("-DMMA_ARRIVE_ALL=1", arrive_all, "-aa"),
+             ("-DMMA_SMEM_EPILOGUE=1", smem_epilogue, "-se"))
+    return CudaKernel(
+        source="mma_fp16.cu", entry="gemm_mma_fp16", block=(threads,), tile=(bm, bn),
+        signature=_AB, precision="fp16", min_cc=(8, 0), shared_mem=mma_smem_bytes(bm, bn, stages, bk, mbar),
+        options=options + tuple(opt for opt, on, _ in flags if on),
+        name=name or f"mma-fp16-{bm}x{bn}x{bk}-s{stages}-cs{spread}" + "".join(sfx for _, on, sfx in flags if on),
+    )
+
+
 
 
 #: One line per candidate: what it is, for tables and NOTES.md (filled as each build is declared).

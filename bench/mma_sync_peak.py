@@ -1,6 +1,6 @@
 """The ceiling of mma.sync on this GPU, against cuBLAS fp16 -> fp32 at 4096^3, in one process.
 
-    python tools/mma_sync_peak.py
+    python bench/mma_sync_peak.py
 
 The Ampere tensor rung (mma-fp16, mma.sync.m16n8k16) cannot run faster than the tensor cores
 accept mma.sync. This kernel issues nothing else: every warp runs CHAINS independent

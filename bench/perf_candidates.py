@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Evaluate the candidate kernels against the top rungs and cuBLAS in one GPU run.
 
-For every kernel in ``reference_kernels.candidates.CANDIDATES`` and the current
+For every kernel in ``bench.candidates.CANDIDATES`` and the current
 top rungs (``warptile``, ``wmma-fp16``, ``mma-fp16``, ``pipeline-sync``, ``cpasync2/3/4``):
 
 (a) correctness gate first: ``pytest_gemm.checks.exact.check_exact`` (exact-integer
@@ -27,10 +27,10 @@ killing its process (``--child-timeout-s``). Jobs are not started after
 ``--deadline-s``; with the defaults the whole run takes about 3 minutes on an
 H200. Prints a markdown table; ``--out PATH`` also writes the JSON report.
 
-    python3 tools/perf_candidates.py --out perf_candidates.json
-    python3 tools/perf_candidates.py --only mma-fp16-128x256x64-s3-cs3,wmma-fp16 --sizes 4096
-    python3 tools/perf_candidates.py --only mma-fp16,mma-fp16-128x256x32-s4-cs1-lean --rounds 3   # issue 29
-    python3 tools/perf_candidates.py --compile-only          # no GPU: registers/spills per arch
+    python3 bench/perf_candidates.py --out perf_candidates.json
+    python3 bench/perf_candidates.py --only mma-fp16-128x256x64-s3-cs3,wmma-fp16 --sizes 4096
+    python3 bench/perf_candidates.py --only mma-fp16,mma-fp16-128x256x32-s4-cs1-lean --rounds 3   # issue 29
+    python3 bench/perf_candidates.py --compile-only          # no GPU: registers/spills per arch
 
 Exit status: 0 every kernel that ran passed its gate; 1 a kernel failed, crashed
 or timed out; 2 could not run (no usable GPU, bad arguments).
@@ -52,7 +52,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout: import the pro
     sys.path.insert(0, str(ROOT))
 
 import reference_kernels  # noqa: E402  (never touches CUDA)
-from reference_kernels import candidates  # noqa: E402
+from bench import candidates  # noqa: E402
 from pytest_gemm.model.contract import CudaKernel, PyKernel  # noqa: E402
 
 Shape = tuple[int, int, int]
@@ -283,7 +283,7 @@ def exit_status(records: Sequence[dict[str, Any]]) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="perf_candidates.py",
-        description=("Gate (bit-exact) and time the candidate kernels of reference_kernels/candidates and the top "
+        description=("Gate (bit-exact) and time the candidate kernels of bench/candidates and the top "
                      "rungs against cuBLAS at the same precision; print a markdown table. Needs a GPU, except "
                      "--help and --compile-only."),
         epilog=("Exit status: 0 every kernel that ran passed its gate; 1 a kernel failed, crashed or timed out; "
@@ -520,7 +520,7 @@ def child_main(spec_text: str) -> int:
 def run_all(jobs: Sequence[Sequence[str]], args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     start = time.monotonic()
     report: dict[str, Any] = {
-        "tool": "tools/perf_candidates.py",
+        "tool": "bench/perf_candidates.py",
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "sizes": list(args.sizes), "budget_s": args.budget_s, "rounds": args.rounds,
         "gate_shapes": [list(s) for s in GATE_SHAPES], "agree_limit": AGREE_LIMIT,

@@ -1,4 +1,5 @@
-// Rung 7: warp tiling, C = alpha * A @ B + beta * C.
+// Rung 7, warptile: warp tiling, C = alpha * A @ B + beta * C.
+// Over rung 6 (06_vectorized.cu): the warp as the unit of work, conflict-free shared reads, the next slice in registers.
 //
 // Block tile 128 x 128, K slices of BK = 16, 256 threads = 8 warps arranged
 // 2 x 4 over the block tile, so each warp owns a 64 x 32 sub-tile of C. The
@@ -7,15 +8,15 @@
 //   rows  warpRow*64 + {0, 32} + laneRow*4 + 0..3
 //   cols  warpCol*32 + {0, 16} + laneCol*4 + 0..3
 //
-// What it teaches: the micro-tile is the same 8 x 8 as vectorized.cu, but the
+// What it teaches: the micro-tile is the same 8 x 8 as 06_vectorized.cu, but the
 // warp, not the thread, is the unit that owns a contiguous region. At each k a
 // warp's float4 shared loads touch 8 consecutive float4 of A (lanes of one
 // row group share a broadcast) and 4 consecutive float4 of B: no bank
-// conflicts, where the per-thread layout of vectorized.cu conflicts. The
+// conflicts, where the per-thread layout of 06_vectorized.cu conflicts. The
 // next K slice is fetched from global memory into registers while the
 // current one is computed, so load latency hides behind the FMAs.
 //
-// Edges as in vectorized.cu: float4 global traffic needs K % 4 == 0,
+// Edges as in 06_vectorized.cu: float4 global traffic needs K % 4 == 0,
 // N % 4 == 0 and 16-byte aligned A, B, C, else one float at a time; interior
 // blocks load full K slices with no bounds checks; everything outside A and
 // B is loaded as zero; only in-range outputs are stored. beta == 0 means C is
@@ -49,6 +50,8 @@ static __device__ __forceinline__ bool aligned16(const void* p)
     return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
 }
 
+// (load4_edge is also in 08_warptile_256.cu and 11_pipeline.cu: each rung is kept self-contained on
+// purpose, one file a student reads top to bottom, so small helpers are copied, not shared.)
 // rowPtr[col .. col+3] with zero wherever the row is out (rowIn false) or
 // col + q >= limit. With vec (limit % 4 == 0, aligned rows) a float4 is
 // wholly in or out, so one check covers it.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What each tensor-core loop of a cubin issues, read from its SASS with no GPU.
 
-    python3 tools/sass_loops.py --kernel mma-fp16 [--arch sm_90]      # a rung or candidate, compiled here
-    python3 tools/sass_loops.py build/128x256x32_s4.cubin             # any cubin (nvcc -cubin)
+    python3 bench/sass_loops.py --kernel mma-fp16 [--arch sm_90]      # a rung or candidate, compiled here
+    python3 bench/sass_loops.py build/128x256x32_s4.cubin             # any cubin (nvcc -cubin)
 
 For every loop (a backward branch) holding at least --min-hmma mma.sync instructions (HMMA): its
 instructions, HMMA, ldmatrix (LDSM), cp.async (LDGSTS), the HMMA that write their accumulator
@@ -10,7 +10,7 @@ into another register than the one they read ("D != C": the register allocator m
 accumulators, a sign of pressure) and those with an operand-reuse flag (an operand read from the
 reuse cache, not the register file), then the loop's order of instructions in one line (H: HMMA,
 L: LDSM, G: LDGSTS, A: an arrival on an mbarrier, W: a wait or barrier, B: a branch, .: anything
-else). reference_kernels/NOTES.md ("The profile, taken") compares the mma-fp16 rung with
+else). bench/NOTES.md ("The profile, taken") compares the mma-fp16 rung with
 CUTLASS's loop this way.
 
 With the control words (nvdisasm -hex, which this tool asks for) it also adds up each loop's
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-for folder in (REPO, REPO / "tools"):  # the project, and perf_candidates beside this file
+for folder in (REPO, REPO / "bench"):  # the project, and perf_candidates beside this file
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
@@ -191,8 +191,8 @@ def compiled_cubin(name: str, arch: str, folder: Path) -> tuple[Path, str]:
     """A ladder rung or candidate compiled for ``arch`` here (NVRTC), and its registers."""
     from pytest_gemm.kernels.compiler import compile_for_arch
     from reference_kernels import LADDER
-    from reference_kernels.candidates import CANDIDATES
-    from perf_candidates import kernel_by_name  # the lookup tools/profile_kernel.py uses too
+    from bench.candidates import CANDIDATES
+    from perf_candidates import kernel_by_name  # the lookup bench/profile_kernel.py uses too
 
     try:
         kernel = kernel_by_name(name)

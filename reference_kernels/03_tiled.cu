@@ -1,4 +1,5 @@
-// Rung 3: shared-memory tiling, one output per thread.
+// Rung 3, tiled16 and tiled32 (-DTILE=16, 32): shared-memory tiling, one output per thread.
+// Over rung 2 (02_naive_coalesced.cu): data reuse, tiles of A and B staged in shared memory for the block.
 //
 // A block of TILE x TILE threads owns a TILE x TILE tile of C. It walks K in
 // steps of TILE: the block copies a TILE x TILE tile of A and one of B into

@@ -1,4 +1,5 @@
-// Rung 8: tensor cores through WMMA, half-precision inputs, fp32 accumulate.
+// Rung 9, wmma-fp16 and wmma-bf16: tensor cores through WMMA, half-precision inputs, fp32 accumulate.
+// Over rung 8 (08_warptile_256.cu): tensor cores, 16 x 16 x 16 products per warp instruction.
 //
 // Block tile 64 x 64 of C, K slices of BK = 32, 128 threads = 4 warps arranged
 // 2 x 2; each warp owns a 32 x 32 sub-tile, i.e. 2 x 2 WMMA accumulator

@@ -1,6 +1,6 @@
-"""Check and time builds of the Hopper rung (reference_kernels/wgmma.cu) against cuBLAS, on a GPU.
+"""Check and time builds of the Hopper rung (reference_kernels/12_wgmma.cu) against cuBLAS, on a GPU.
 
-    python tools/wgmma_try.py [--variants s4g16,s3g16,s4g16c2,s5g16p,...] [--sizes 2048,4096,8192] [--precision fp16,bf16]
+    python bench/wgmma_try.py [--variants s4g16,s3g16,s4g16c2,s5g16p,...] [--sizes 2048,4096,8192] [--precision fp16,bf16]
 
 Each variant (sS: WG_STAGES, gG: WG_GROUP_M, cC: WG_CLUSTER, 1 when left out, a trailing p:
 WG_PINGPONG=1; then tN: WG_STORE_BUFFERS=N, the TMA-store epilogue) runs in its own process
@@ -41,7 +41,7 @@ def parse_variant(variant: str) -> tuple[int, int, int, bool, int]:
 
 def variant_kernel(variant: str, precision: str):
     """A build of the rung as a PyKernel, for the conformance suite:
-    ``pytest --gemm-kernel tools/wgmma_try.py:fp16_s4g16c2``."""
+    ``pytest --gemm-kernel bench/wgmma_try.py:fp16_s4g16c2``."""
     from pytest_gemm.model.contract import PyKernel
     from reference_kernels.wgmma import WgmmaLauncher
 
@@ -60,7 +60,7 @@ bf16_s4g16c2 = variant_kernel("s4g16c2", "bf16")
 
 
 def __getattr__(name: str):
-    """Any other build by name, for the suite: ``tools/wgmma_try.py:bf16_s5g32p``."""
+    """Any other build by name, for the suite: ``bench/wgmma_try.py:bf16_s5g32p``."""
     precision, _, variant = name.partition("_")
     if precision in ("fp16", "bf16") and variant.startswith("s"):
         try:

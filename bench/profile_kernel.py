@@ -5,10 +5,10 @@ traffic). Needs a GPU.
 
     ncu --clock-control none --kernel-name regex:gemm_ --launch-skip 1 --launch-count 1 \\
         --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \\
-        python3 tools/profile_kernel.py --kernel mma-fp16 --size 4096
+        python3 bench/profile_kernel.py --kernel mma-fp16 --size 4096
 
 --kernel also takes a --gemm-kernel spec (module:attr or file.py:attr[:key], one kernel), e.g.
-tools/cutlass_sm80/launchers.py:ALL:128x256x64_s3 (CUTLASS's kernel is named cutlass::Kernel...:
+bench/cutlass_sm80/launchers.py:ALL:128x256x64_s3 (CUTLASS's kernel is named cutlass::Kernel...:
 give ncu --kernel-name regex:Kernel).
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main() -> int:
     from pytest_gemm.kernels.device import probe
     from pytest_gemm.model.precision import to_storage
 
-    sys.path.insert(0, str(REPO / "tools"))
+    sys.path.insert(0, str(REPO / "bench"))
     from perf_candidates import kernel_by_name
 
     kernel = _kernel(args.kernel, kernel_by_name)

@@ -1,4 +1,5 @@
-// Rung 5: 2D register tiling, C = alpha * A @ B + beta * C.
+// Rung 5, regtile2d: 2D register tiling, C = alpha * A @ B + beta * C.
+// Over rung 4 (04_regtile1d.cu): an 8 x 8 outer product per thread in registers, 16 shared loads per 64 FMAs.
 //
 // Block tile 128 x 128 of C, K walked in slices of BK = 8, 256 threads. Each
 // thread owns an 8 x 8 micro-tile of C (rows 8 * (t / 16) .., columns
@@ -6,7 +7,7 @@
 //
 // What it teaches: per step of k a thread reads 8 values of A and 8 of B from
 // shared memory into registers and does all 64 products of their outer
-// product, so shared loads per FMA fall to 16/64 = 0.25 (regtile1d.cu: 9/8).
+// product, so shared loads per FMA fall to 16/64 = 0.25 (04_regtile1d.cu: 9/8).
 // The price is registers: 64 accumulators plus 16 operands per thread.
 //
 // Fill: the 128 x 8 slice of A and the 8 x 128 slice of B are 1024 floats

@@ -1,6 +1,6 @@
 // CUTLASS's own Ampere tensor-core GEMM (the 2.x device::Gemm on mma.sync.m16n8k16, ldmatrix,
 // a cp.async multistage mainloop), built as a plain C function so that pytest-gemm can run it
-// as somebody else's kernel (tools/cutlass_sm80/launchers.py). It answers one question for
+// as somebody else's kernel (bench/cutlass_sm80/launchers.py). It answers one question for
 // issue 18: how close to cuBLAS (wgmma) the best-known mma.sync code gets on this card.
 //
 // One build per tile configuration, chosen with -D (build.sh builds them all):

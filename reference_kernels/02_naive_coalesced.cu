@@ -1,6 +1,7 @@
-// Rung 2: naive GEMM with threadIdx.x walking along the COLUMNS of C.
+// Rung 2, naive-coalesced: naive GEMM with threadIdx.x walking along the COLUMNS of C.
+// Over rung 1 (01_naive_rows.cu): coalescing, a warp's 32 threads touch 32 neighbouring columns.
 //
-// The same one-thread-one-output dot product as naive_rows.cu; only the
+// The same one-thread-one-output dot product as 01_naive_rows.cu; only the
 // mapping of threads to outputs changes. blockIdx.x/threadIdx.x cover the
 // columns, blockIdx.y/threadIdx.y the rows (tile = blockDim.y rows by
 // blockDim.x columns).

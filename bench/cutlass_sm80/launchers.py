@@ -1,9 +1,9 @@
 """CUTLASS's Ampere tensor-core GEMM (gemm_sm80.cu, built by build.sh) as pytest-gemm launchers,
-one per tile configuration: `pytest --gemm-kernel tools/cutlass_sm80/launchers.py:ALL`.
+one per tile configuration: `pytest --gemm-kernel bench/cutlass_sm80/launchers.py:ALL`.
 
 Somebody else's mma.sync kernel, run through the whole conformance suite and timed against
 cuBLAS in the same run: the ceiling that issue 18 compares the `mma-fp16` rung with.
-The library is looked for in tools/cutlass_sm80/build/ or at $PYTEST_GEMM_CUTLASS_LIB."""
+The library is looked for in bench/cutlass_sm80/build/ or at $PYTEST_GEMM_CUTLASS_LIB."""
 from __future__ import annotations
 
 import ctypes
