@@ -15,4 +15,5 @@ def confined_command(cmd: list[str], spec: str, rootdir: str, env: dict[str, str
         return cmd, {}
     folder = spec_folder(spec, Path(rootdir))
     files, folders = shared_files(env)
-    return (confine.command(cmd, readable=[folder], chdir=folder, files=files, folders=folders), confine.popen_kwargs())
+    return (confine.command(cmd, readable=[folder], chdir=folder, files=files, folders=folders,
+                            caches=confine.compile_caches(spec)), confine.popen_kwargs())

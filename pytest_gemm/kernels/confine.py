@@ -24,7 +24,9 @@ is killed, the kernel kills every other one, whether or not it left its session 
 """
 from __future__ import annotations
 
+import atexit
 import glob
+import hashlib
 import json
 import os
 import resource
@@ -43,6 +45,7 @@ BWRAP_ENV = "PYTEST_GEMM_BWRAP"
 SCRATCH_MB_ENV = "PYTEST_GEMM_SCRATCH_MB"
 TASKS_ENV = "PYTEST_GEMM_MAX_TASKS"
 MEMORY_MB_ENV = "PYTEST_GEMM_MEMORY_MB"
+COMPILE_CACHES_ENV = "PYTEST_GEMM_COMPILE_CACHES"  # the run's per-kernel compile caches (compile_caches)
 SANDBOX_UID_BASE = 200000
 DEFAULT_SCRATCH_MB = 1024
 DEFAULT_TASKS = 1024       # processes and threads (a CUDA process uses a few dozen)
@@ -105,6 +108,37 @@ def scratch_env(scratch: str) -> dict[str, str]:
     would be outside the confinement, so a cache named there could not be written."""
     return {"HOME": scratch, "TMPDIR": scratch, "XDG_CACHE_HOME": f"{scratch}/.cache",
             "CUPY_CACHE_DIR": f"{scratch}/.cupy", "TRITON_CACHE_DIR": f"{scratch}/.triton"}
+
+
+def compile_caches(key: str) -> str:
+    """The kernel ``key``'s own compile caches for this run (CuPy's and Triton's): shared by its
+    processes (xdist workers, restarts after a fault), by no other kernel. A confined process's
+    scratch starts empty, so without them each of its processes compiled the harness's CuPy
+    kernels and every Triton config again. The run's folder is ``PYTEST_GEMM_COMPILE_CACHES``:
+    made by the first process that needs one (``run_compile_caches``), inherited by the
+    processes it starts; only the key's own folder is bound into a sandbox."""
+    folder = Path(run_compile_caches()) / hashlib.sha256(key.encode()).hexdigest()[:20]
+    for sub in (folder, folder / "cupy", folder / "triton"):
+        sub.mkdir(exist_ok=True)
+        os.chmod(sub, 0o1777)  # root's graders run the sandbox as a user of its own
+    return str(folder)
+
+
+def run_compile_caches() -> str:
+    """This run's folder of per-kernel compile caches, made (and removed when this process ends)
+    where ``PYTEST_GEMM_COMPILE_CACHES`` names none yet."""
+    base = os.environ.get(COMPILE_CACHES_ENV, "")
+    if not base or not os.path.isdir(base):
+        base = tempfile.mkdtemp(prefix="pytest-gemm-compile-")
+        os.chmod(base, 0o711)  # a sandbox's user may pass through to its own folder, not list the others
+        os.environ[COMPILE_CACHES_ENV] = base
+        atexit.register(shutil.rmtree, base, True)
+    return base
+
+
+def cache_env(caches: str | None) -> dict[str, str]:
+    """CuPy's and Triton's cache folders in the kernel's own ``compile_caches`` (none: nothing)."""
+    return {} if not caches else {"CUPY_CACHE_DIR": f"{caches}/cupy", "TRITON_CACHE_DIR": f"{caches}/triton"}
 
 
 def scratch_bytes() -> int:
@@ -224,28 +258,31 @@ def _open_to_sandbox(files: Sequence[str], folders: Sequence[str]) -> None:
 
 
 def command(cmd: Sequence[str], *, readable: Sequence[Path], chdir: Path, files: Sequence[str] = (),
-            folders: Sequence[str] = (), level: str | None = None) -> list[str]:
+            folders: Sequence[str] = (), level: str | None = None, caches: str | None = None) -> list[str]:
     """``cmd`` wrapped in the active confinement (unchanged with ``none``): it may read
-    ``readable`` and the Python environment, write its scratch only, and the run's shared
-    ``files`` and ``folders`` (the GPU lock's)."""
+    ``readable`` and the Python environment, write its scratch only, the run's shared ``files``
+    and ``folders`` (the GPU lock's), and its kernel's own ``caches`` (``compile_caches``)."""
     level = level or _active
     if level == "none":
         return list(cmd)
     files, folders = list(files), [d for d in folders if os.path.isdir(d)]
     _open_to_sandbox(files, folders)
     ro = _outermost(_python_paths() + _cuda_paths() + [str(Path(p).resolve()) for p in readable])
+    own = [caches] if caches and os.path.isdir(caches) else []
     if level == "bubblewrap":
-        return _bubblewrap(cmd, ro, files + folders, chdir)
+        return _bubblewrap(cmd, ro, files + folders + own, chdir, cache_env(caches if own else None))
     scratch = tempfile.mkdtemp(prefix="pytest-gemm-scratch-")
     os.chmod(scratch, 0o777)
-    plan = {"read": sorted(set(ro + [p for p in SYSTEM_RO if os.path.exists(p)])), "write": [scratch, *folders],
+    plan = {"read": sorted(set(ro + [p for p in SYSTEM_RO if os.path.exists(p)])), "write": [scratch, *folders, *own],
             "files": files, "devices": sorted(glob.glob("/dev/nvidia*")) + list(DEVICES),
-            "scratch": scratch, "scratch_bytes": scratch_bytes(), "chdir": str(chdir)}
+            "scratch": scratch, "scratch_bytes": scratch_bytes(), "chdir": str(chdir),
+            "env": cache_env(caches if own else None)}
     return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--net",
             "--ipc", "--", sys.executable, "-m", "pytest_gemm.kernels.confine_boot", json.dumps(plan), "--", *cmd]
 
 
-def _bubblewrap(cmd: Sequence[str], ro: list[str], rw: list[str], chdir: Path) -> list[str]:
+def _bubblewrap(cmd: Sequence[str], ro: list[str], rw: list[str], chdir: Path,
+                env: dict[str, str] | None = None) -> list[str]:
     """The bwrap command. Run by root, bwrap makes the namespaces but a user namespace (its
     mapped root would still be root to the kernel's process limit), and the command starts as
     the sandbox's own user (``setpriv``), which the mounts let read what it needs."""
@@ -265,7 +302,7 @@ def _bubblewrap(cmd: Sequence[str], ro: list[str], rw: list[str], chdir: Path) -
         out += ["--ro-bind", path, path]
     for path in rw:
         out += ["--bind", path, path]
-    for name, value in scratch_env("/tmp").items():
+    for name, value in {**scratch_env("/tmp"), **(env or {})}.items():
         out += ["--setenv", name, value]
     out += ["--chdir", str(chdir), "--"]
     uid = sandbox_uid()

@@ -46,6 +46,7 @@ def main(argv: list[str]) -> int:
     from .confine import scratch_env
 
     os.environ.update(scratch_env(plan["scratch"]))
+    os.environ.update(plan.get("env") or {})  # the kernel's own compile caches (confine.compile_caches)
     os.chdir(plan["chdir"])
     restrict(plan)
     os.execvp(cmd[0], cmd)

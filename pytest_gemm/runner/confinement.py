@@ -39,6 +39,8 @@ def choose(config: pytest.Config, fail: Callable[[str], None]) -> str:
         fail(reason)
         raise pytest.UsageError(reason)
     confine.use(level)
+    if level != "none":
+        confine.run_compile_caches()  # made here, before xdist starts its workers: they inherit it
     return level
 
 

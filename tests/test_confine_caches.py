@@ -1,0 +1,100 @@
+"""Each kernel's own compile caches under confinement (kernels/confine.py ``compile_caches``): a
+confined process's scratch starts empty, so without them every process of a kernel compiled the
+harness's CuPy kernels and every Triton config again; with them a kernel's processes (xdist
+workers, restarts) share CuPy's and Triton's caches, and no other kernel sees them."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pytest_gemm.kernels import confine
+
+
+@pytest.fixture
+def run_folder(monkeypatch):
+    """The run's folder as ``run_compile_caches`` makes it: in the temporary directory, passable by
+    the sandbox's own user (pytest's tmp_path is closed to it: root graders run it as another)."""
+    base = Path(tempfile.mkdtemp(prefix="gemm-test-caches-"))
+    os.chmod(base, 0o711)
+    monkeypatch.setenv(confine.COMPILE_CACHES_ENV, str(base))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def folder():
+    """A submission's folder the sandbox's user may read."""
+    made = Path(tempfile.mkdtemp(prefix="gemm-test-submission-"))
+    os.chmod(made, 0o755)
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
+
+
+def test_a_kernels_caches_are_its_own_and_the_same_for_each_of_its_processes(run_folder):
+    mine = confine.compile_caches("/course/alice/kernel.py")
+    again = confine.compile_caches("/course/alice/kernel.py")
+    other = confine.compile_caches("/course/bob/kernel.py")
+    assert mine == again != other
+    assert Path(mine).parent == Path(other).parent == run_folder
+    for folder in (mine, other):
+        assert (Path(folder) / "cupy").is_dir() and (Path(folder) / "triton").is_dir()
+    assert confine.cache_env(mine) == {"CUPY_CACHE_DIR": f"{mine}/cupy", "TRITON_CACHE_DIR": f"{mine}/triton"}
+    assert confine.cache_env(None) == {}
+
+
+def test_the_runs_folder_is_made_once_inherited_and_removed_when_its_maker_ends(tmp_path):
+    code = ("import os, subprocess, sys; from pytest_gemm.kernels import confine; "
+            "base = confine.run_compile_caches(); assert confine.run_compile_caches() == base; "
+            "child = subprocess.run([sys.executable, '-c', 'import os; print(os.environ[\"PYTEST_GEMM_COMPILE_CACHES\"])'], "
+            "capture_output=True, text=True).stdout.strip(); print(base, child, oct(os.stat(base).st_mode & 0o777))")
+    env = {k: v for k, v in os.environ.items() if k != confine.COMPILE_CACHES_ENV}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    base, inherited, mode = done.stdout.split()
+    assert inherited == base and mode == "0o711"
+    assert not os.path.exists(base)  # removed when the process that made it ended
+
+
+def test_bubblewrap_binds_the_kernels_caches_and_points_cupy_and_triton_there(run_folder, folder):
+    caches = confine.compile_caches("k.py")
+    cmd = confine.command(["true"], readable=[folder], chdir=folder, level="bubblewrap", caches=caches)
+    assert cmd[cmd.index(caches) - 1] == "--bind"
+    setenv = [(cmd[i + 1], cmd[i + 2]) for i, word in enumerate(cmd) if word == "--setenv"]
+    assert ("CUPY_CACHE_DIR", f"{caches}/cupy") in setenv and ("TRITON_CACHE_DIR", f"{caches}/triton") in setenv
+    assert ("CUPY_CACHE_DIR", "/tmp/.cupy") not in setenv and ("HOME", "/tmp") in setenv  # the rest stays scratch
+
+
+def test_landlock_may_write_the_kernels_caches_and_its_boot_points_cupy_and_triton_there(run_folder, folder):
+    caches = confine.compile_caches("k.py")
+    cmd = confine.command(["true"], readable=[folder], chdir=folder, level="landlock", caches=caches)
+    plan = json.loads(cmd[cmd.index("pytest_gemm.kernels.confine_boot") + 1])
+    assert caches in plan["write"] and plan["env"] == confine.cache_env(caches)
+    assert confine.command(["true"], readable=[folder], chdir=folder, level="none", caches=caches) == ["true"]
+
+
+@pytest.mark.skipif(confine.why_not("bubblewrap") is not None, reason=f"bubblewrap: {confine.why_not('bubblewrap')}")
+def test_under_bubblewrap_a_kernels_next_process_finds_what_its_first_cached_and_another_kernel_does_not(
+        run_folder, folder):
+    write = "import os; open(os.path.join(os.environ['CUPY_CACHE_DIR'], 'kern.cubin'), 'w').write('cubin')"
+    read = ("import os; d = os.environ['CUPY_CACHE_DIR']; "
+            "print(os.path.exists(os.path.join(d, 'kern.cubin')), os.path.exists(sys_argv_other))")
+
+    def confined(key: str, code: str) -> subprocess.CompletedProcess:
+        cmd = confine.command([sys.executable, "-c", code], readable=[folder], chdir=folder, level="bubblewrap",
+                              caches=confine.compile_caches(key))
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, **confine.popen_kwargs("bubblewrap"))
+
+    assert confined("alice.py", write).returncode == 0
+    alice = confine.compile_caches("alice.py")
+    assert (Path(alice) / "cupy" / "kern.cubin").read_text() == "cubin"
+    probe = read.replace("sys_argv_other", repr(f"{alice}/cupy/kern.cubin"))
+    again, bob = confined("alice.py", probe), confined("bob.py", probe)
+    assert again.stdout.split() == ["True", "True"], again.stderr
+    assert bob.stdout.split() == ["False", "False"], bob.stderr  # neither in its own cache nor through alice's path
