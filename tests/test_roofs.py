@@ -62,6 +62,14 @@ def test_theoretical_peaks_from_sms_and_clocks():
     assert roof_tflops(H200, "fp16") == roof_tflops(H200, "bf16") == pytest.approx(132 * 4096 * 1980e6 / 1e12)
     assert roof_tflops(H200, "tf32") == pytest.approx(roof_tflops(H200, "fp16") / 2)
     assert roof_tflops(T4, "fp32") == pytest.approx(40 * 64 * 2 * 1590e6 / 1e12)  # 8.1
+    # the tensor peaks are the datasheets' (a ceiling below one called correct fp16 kernels escapes)
+    assert roof_tflops(T4, "fp16") == pytest.approx(65.1, abs=0.1)  # T4: 65 TFLOP/s mixed precision
+    a100 = FakeDevice(name="NVIDIA A100-SXM4-80GB", compute_capability=(8, 0), sm_count=108, clock_mhz=1410.0)
+    assert roof_tflops(a100, "fp16") == pytest.approx(311.9, abs=0.1)  # A100: 312
+    l40s = FakeDevice(name="NVIDIA L40S", compute_capability=(8, 9), sm_count=142, clock_mhz=2520.0)
+    assert roof_tflops(l40s, "fp16") >= 362  # L40S: 362 dense, fp32 accumulate
+    unknown = FakeDevice(compute_capability=(10, 0), sm_count=148, clock_mhz=1965.0)
+    assert roof_tflops(unknown, "fp16") >= 2250  # B200: 2.25 PFLOP/s dense; a table that knows none bounds it
     assert roof_tflops(NO_CLOCKS, "fp32") == 0.0  # unknown clock: no roof, nothing judged
 
 

@@ -39,8 +39,11 @@ from .timing import ROOF_MARGIN, TimingResult, above_roof
 
 # FP32 FMA lanes per SM by major compute capability (sm_75: 64; sm_80: 64; sm_86/89: 128; sm_90: 128).
 _FP32_LANES = {(7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128}
-# Dense fp16/bf16 tensor FLOP per SM per clock (fp32 accumulate).
-_TENSOR_FLOP = {(7, 5): 512, (8, 0): 1024, (8, 6): 512, (8, 9): 512, (9, 0): 4096}
+# Dense fp16/bf16 tensor FLOP per SM per clock (fp32 accumulate), the datasheets' rates: T4 65 TFLOP/s
+# (40 SMs, 1590 MHz), A100 312 (108, 1410), A10 / A40 / L40S full rate (GeForce parts accumulate fp32
+# at half that: the higher is kept, since a ceiling must bound every part), H100 989 (132, 1830).
+_TENSOR_FLOP = {(7, 5): 1024, (8, 0): 2048, (8, 6): 1024, (8, 7): 1024, (8, 9): 1024, (9, 0): 4096}
+_TENSOR_FLOP_UNKNOWN = 8192  # a GPU the table does not know: Blackwell's rate, an upper bound for the others
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 
@@ -62,7 +65,7 @@ def fp32_peak_tflops(device: Any) -> float:
 
 
 def tensor_peak_tflops(device: Any) -> float:
-    per_sm = _TENSOR_FLOP.get(tuple(device.compute_capability), 4096)
+    per_sm = _TENSOR_FLOP.get(tuple(device.compute_capability), _TENSOR_FLOP_UNKNOWN)
     return device.sm_count * per_sm * device.clock_mhz * 1e6 / 1e12
 
 
