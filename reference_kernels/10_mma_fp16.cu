@@ -39,7 +39,7 @@
 //   blocks inside C, with C 16-byte aligned, store C through shared memory as float4 rows (the
 //   epilogue below)
 // Variants measured and not kept (bench/candidates/mma_fp16.cu has them): other tiles, K slices
-// of 32, other ring depths; gemm_lean() (the partial K slice first, 32-bit copy strides; no
+// of 32, other ring depths; a lean loop (the partial K slice first, 32-bit copy strides; no
 // faster on the H200), copies from a later k16 step, every thread arriving on `empty`.
 // Tried later and not kept (none faster on the H200; branch mma-experiments, NOTES.md "Issue 29,
 // later"): the last k16 step's mma.sync held after the slice barrier, an L2 prefetch on each
