@@ -15,10 +15,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .records import CheckRecord
-from importlib.metadata import PackageNotFoundError, version
-import inspect
-from ..measure.clocks import driver_version
-from ..kernels.device import probe
 
 VERSION_KEYS = ("pytest_gemm", "cupy", "cuda_runtime", "driver", "driver_cuda", "nvrtc")
 GIT_TIMEOUT_S = 10
@@ -34,6 +30,7 @@ def versions(probe: bool = True) -> dict[str, str | None]:
     """The versions this process sees; each None when it cannot be read. Without ``probe`` only
     what the installed packages' metadata says (no CuPy import, no NVRTC, no driver): the
     report a run hands its hook when it writes no file (a grader's run of each student)."""
+    from importlib.metadata import PackageNotFoundError, version
 
     found: dict[str, str | None] = dict.fromkeys(VERSION_KEYS)
     for key, dists in (("pytest_gemm", ("pytest-gemm",)), ("cupy", ("cupy-cuda13x", "cupy-cuda12x", "cupy"))):
@@ -59,6 +56,7 @@ def versions(probe: bool = True) -> dict[str, str | None]:
         found["nvrtc"] = "%d.%d" % nvrtc_version()
     except Exception:  # noqa: BLE001 - no NVRTC here
         pass
+    from ..measure.clocks import driver_version
 
     found["driver"] = driver_version()
     return found
@@ -66,6 +64,7 @@ def versions(probe: bool = True) -> dict[str, str | None]:
 
 def gpu_name() -> str | None:
     """This process's GPU, or None (the device probe's reason is the skip reasons' business)."""
+    from ..kernels.device import probe
 
     found = probe()
     return None if isinstance(found, str) else found.name
@@ -90,6 +89,7 @@ def git_state(folder: str) -> dict[str, Any]:
 
 def kernel_folders(kernels: Iterable[Any]) -> list[str]:
     """The folders the kernels were declared in, in order, each once."""
+    import inspect
 
     folders: list[str] = []
     for k in kernels:

@@ -13,12 +13,6 @@ from typing import Any
 from .launch_view import check_launches, kernel_launches, launch_lines, speed_lines, timing_trace
 from .process_time import time_summary
 from .records import BLAS_ZERO_RULES, RunResults
-from ..measure.sweep import report_entries
-from ..measure.roofs import combine_roofs, roofs_summary
-from .sweep_table import sweep_table
-from ..measure.roofs import combine_roofs
-from .meta import build_meta
-from ..kernels.device import probe
 
 Results = Any  # RunResults, or records (CheckRecord or their JSON form) to build one from
 
@@ -46,6 +40,7 @@ def _timing_entry(r: Any) -> dict[str, Any]:
 def kernel_summaries(records: Results) -> dict[str, dict[str, Any]]:
     """Per kernel, as the JSON report keeps it: precision, verdict with its root cause, every
     check's outcome, resources, timings, sweep (``records.KernelResult`` is the typed form)."""
+    from ..measure.sweep import report_entries
 
     kernels: dict[str, dict[str, Any]] = {}
     for name, result in RunResults.build(records).kernels.items():
@@ -151,6 +146,8 @@ def compile_table(records: Results) -> list[str]:
 
 
 def summary_lines(st: Any, config: Any, run: Results | None = None) -> list[str]:
+    from ..measure.roofs import combine_roofs, roofs_summary
+    from .sweep_table import sweep_table
 
     run = RunResults.build(st.results if run is None else run)
     records = run.records
@@ -203,6 +200,8 @@ def root_cause_lines(records: Results) -> list[str]:
 
 def build_report(records: Results, device: dict[str, Any] | None,
                  meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    from ..measure.roofs import combine_roofs
+    from .meta import build_meta
 
     run = RunResults.build(records)
     if meta is None:  # what this process knows: versions, the clocks the speed checks read
@@ -217,6 +216,8 @@ def json_report(run: Results, with_device: bool = True, command: str | None = No
     """The JSON report of a run (the device and the CUDA versions are probed only when asked,
     the device only when a GPU check ran; ``with_versions`` defaults to ``with_device``); its meta
     block names ``command``, ``cwd`` and the commits of the kernels' ``folders``."""
+    from ..kernels.device import probe
+    from .meta import build_meta
 
     run = RunResults.build(run)
     ran = any(r.outcome != "skipped" for r in run.records)
