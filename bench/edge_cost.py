@@ -5,10 +5,11 @@ Every rung handles any M, N, K >= 1; the price must be small where nothing is
 ragged: on an aligned shape a rung may be at most 3 % slower than the same
 kernel built without edge handling. The cost is largest where the edge paths
 are biggest, the float4 rungs with scalar fallbacks (``vectorized`` and
-``warptile``), so those are measured. Each is built twice from the same .cu
-file: the default build (the ladder rung) and ``-DGEMM_NO_EDGE`` (every edge
-test replaced by ``true``: no bounds checks, no scalar fallback; correct only
-for M, N multiples of 128, K of the rung's K slice, 16-byte aligned buffers).
+``warptile``), so those are measured. Each is built twice: the default build
+(the ladder rung) and the bench's copy of its source (``bench/candidates/vectorized.cu``,
+``warptile.cu``) built with ``-DGEMM_NO_EDGE`` (every edge test replaced by ``true``:
+no bounds checks, no scalar fallback; correct only for M, N multiples of 128, K of
+the rung's K slice, 16-byte aligned buffers). The rung ships only its edge handling.
 
 For each rung: both builds are checked bit-exact on exact-integer inputs,
 then timed with ``pytest_gemm.measure.timing.time_gpu`` (CUDA events, L2 flushed
@@ -52,10 +53,15 @@ DEFAULT_SHAPE = (4096, 4096, 4096)
 
 # -- pure helpers (tested with no GPU) -------------------------------------------
 
+#: The bench's copies of the rungs' sources, which keep the -DGEMM_NO_EDGE build.
+NO_EDGE_SOURCE: dict[str, Path] = {name: ROOT / "bench" / "candidates" / f"{name}.cu" for name in RUNGS}
+
+
 def no_edge_variant(kernel: CudaKernel) -> CudaKernel:
-    """The same declaration built with -DGEMM_NO_EDGE, under a distinct name."""
-    return dataclasses.replace(kernel, options=(*tuple(kernel.options), NO_EDGE_OPTION),
-                               name=f"{kernel.name}-no-edge")
+    """The same declaration, from the bench's copy of its source built with -DGEMM_NO_EDGE,
+    under a distinct name."""
+    return dataclasses.replace(kernel, source=str(NO_EDGE_SOURCE[str(kernel.name)]),
+                               options=(*tuple(kernel.options), NO_EDGE_OPTION), name=f"{kernel.name}-no-edge")
 
 
 def variants(names: Sequence[str] = RUNGS) -> list[tuple[CudaKernel, CudaKernel]]:

@@ -25,6 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+#: The bench's copy of reference_kernels/12_wgmma.cu: the same kernel, and clusters (-DWG_CLUSTER),
+#: which the rung does not ship. Every variant builds from it.
+SOURCE = str(ROOT / "bench" / "candidates" / "wgmma.cu")
 
 def parse_variant(variant: str) -> tuple[int, int, int, bool, int]:
     """``s4g16c2`` -> (stages 4, group 16, cluster 2, no ping-pong, C stored from registers); ``c``
@@ -49,7 +52,7 @@ def variant_kernel(variant: str, precision: str):
 
     def run(a, b, c):
         if not launchers:
-            launchers.append(WgmmaLauncher(precision, *parse_variant(variant)))
+            launchers.append(WgmmaLauncher(precision, *parse_variant(variant), source=SOURCE))
         launchers[0](a, b, c)
 
     return PyKernel(run, precision=precision, min_cc=(9, 0), arches=("sm_90a",), name=f"wgmma-{precision}-{variant}")
@@ -117,7 +120,7 @@ def child(variant: str, precision: str, sizes: list[int], budget_s: float = 1.0)
     from pytest_gemm.measure.cublas import cublas_bf16, cublas_fp16
     from reference_kernels.wgmma import WgmmaLauncher
 
-    launcher = WgmmaLauncher(precision, *parse_variant(variant))
+    launcher = WgmmaLauncher(precision, *parse_variant(variant), source=SOURCE)
     cublas = cublas_fp16.fn if precision == "fp16" else cublas_bf16.fn
     out: dict = {"variant": variant, "precision": precision, "checks": [], "timing": []}
     ok = True

@@ -19,12 +19,8 @@
 // all for every full K slice; edge blocks and the last partial K slice check
 // each float4 (or each float) and load zero outside A and B.
 // beta == 0 means C is not read (it may hold NaN), the BLAS convention.
-//
-// -DGEMM_NO_EDGE (opt-in, never a ladder rung) builds the same kernel with
-// every edge test replaced by `true`: no bounds checks, no scalar fallback.
-// It is correct only when M and N are multiples of 128, K a multiple of 8
-// and A, B, C are 16-byte aligned; tools/edge_cost.py times it against the
-// default build to measure what the edge handling costs on aligned shapes.
+// (bench/candidates/vectorized.cu is this file with a -DGEMM_NO_EDGE build beside it, no edge
+// handling at all: bench/edge_cost.py times the two to measure what the edges cost.)
 
 #define BM 128
 #define BN 128
@@ -32,13 +28,6 @@
 #define TM 8
 #define TN 8
 #define NTHREADS ((BM / TM) * (BN / TN))  // 256
-
-// EDGE(test): a test only the edge handling needs; always true with -DGEMM_NO_EDGE.
-#ifdef GEMM_NO_EDGE
-#define EDGE(test) true
-#else
-#define EDGE(test) (test)
-#endif
 
 static __device__ __forceinline__ bool aligned16(const void* p)
 {
@@ -109,11 +98,11 @@ gemm_vectorized(const float* __restrict__ A, const float* __restrict__ B,
     const int bRow = tid / (BN / 4);        // 0..7
     const int bCol = (tid % (BN / 4)) * 4;  // 0..124
 
-    const bool vec = EDGE((K % 4 == 0) && (N % 4 == 0) && aligned16(A) && aligned16(B) && aligned16(C));
-    const bool fullMN = vec && EDGE(blockRow + BM <= M) && EDGE(blockCol + BN <= N);
+    const bool vec = (K % 4 == 0) && (N % 4 == 0) && aligned16(A) && aligned16(B) && aligned16(C);
+    const bool fullMN = vec && blockRow + BM <= M && blockCol + BN <= N;
 
     const int gaRow = blockRow + aRow;
-    const bool aRowIn = EDGE(gaRow < M);
+    const bool aRowIn = gaRow < M;
     const float* aPtr = A + static_cast<size_t>(aRowIn ? gaRow : 0) * K;
     const int gbCol = blockCol + bCol;
 
@@ -170,7 +159,7 @@ gemm_vectorized(const float* __restrict__ A, const float* __restrict__ B,
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int row = blockRow + threadRow * TM + i;
-        float* cRow = C + static_cast<size_t>(EDGE(row < M) ? row : 0) * N;
+        float* cRow = C + static_cast<size_t>(row < M ? row : 0) * N;
         if (fullMN) {
 #pragma unroll
             for (int j = 0; j < TN; j += 4) {

@@ -21,12 +21,8 @@
 // blocks load full K slices with no bounds checks; everything outside A and
 // B is loaded as zero; only in-range outputs are stored. beta == 0 means C is
 // not read (it may hold NaN).
-//
-// -DGEMM_NO_EDGE (opt-in, never a ladder rung) builds the same kernel with
-// every edge test replaced by `true`: no bounds checks, no scalar fallback.
-// It is correct only when M and N are multiples of 128, K a multiple of 16
-// and A, B, C are 16-byte aligned; tools/edge_cost.py times it against the
-// default build to measure what the edge handling costs on aligned shapes.
+// (bench/candidates/warptile.cu is this file with a -DGEMM_NO_EDGE build beside it, no edge
+// handling at all: bench/edge_cost.py times the two to measure what the edges cost.)
 
 #define BM 128
 #define BN 128
@@ -37,13 +33,6 @@
 #define NTHREADS 256
 #define APAD 4              // pad of the transposed A rows (keeps float4 alignment)
 #define AST (BM + APAD)     // row stride of AsT
-
-// EDGE(test): a test only the edge handling needs; always true with -DGEMM_NO_EDGE.
-#ifdef GEMM_NO_EDGE
-#define EDGE(test) true
-#else
-#define EDGE(test) (test)
-#endif
 
 static __device__ __forceinline__ bool aligned16(const void* p)
 {
@@ -79,18 +68,6 @@ static __device__ __forceinline__ float blend(float acc, float old, float alpha,
 // changed that loop's register allocation and made it spill on sm_86 and sm_89.
 static __device__ __noinline__ void scale_tile(float* __restrict__ C, int M, int N, int row0, int col0, float beta)
 {
-#ifdef GEMM_NO_EDGE
-    // whole, aligned tiles only: four outputs at a time, as the main path stores them
-    for (int i = threadIdx.x * 4; i < BM * BN; i += NTHREADS * 4) {
-        float4* p = reinterpret_cast<float4*>(C + static_cast<size_t>(row0 + i / BN) * N + col0 + i % BN);
-        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (beta != 0.0f) {
-            v = *p;
-            v.x *= beta; v.y *= beta; v.z *= beta; v.w *= beta;
-        }
-        *p = v;
-    }
-#else
     for (int i = threadIdx.x; i < BM * BN; i += NTHREADS) {
         const int row = row0 + i / BN;
         const int col = col0 + i % BN;
@@ -99,7 +76,6 @@ static __device__ __noinline__ void scale_tile(float* __restrict__ C, int M, int
             *p = beta == 0.0f ? 0.0f : beta * *p;
         }
     }
-#endif
 }
 
 extern "C" __global__ void __launch_bounds__(NTHREADS, 2)
@@ -131,13 +107,13 @@ gemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
     const int bRow = tid / (BN / 4);        // 0..7
     const int bCol = (tid % (BN / 4)) * 4;  // 0..124
 
-    const bool vec = EDGE((K % 4 == 0) && (N % 4 == 0) && aligned16(A) && aligned16(B) && aligned16(C));
-    const bool fullMN = vec && EDGE(blockRow + BM <= M) && EDGE(blockCol + BN <= N);
+    const bool vec = (K % 4 == 0) && (N % 4 == 0) && aligned16(A) && aligned16(B) && aligned16(C);
+    const bool fullMN = vec && blockRow + BM <= M && blockCol + BN <= N;
 
     const int gaRow0 = blockRow + aRow;
     const int gaRow1 = gaRow0 + 64;
-    const bool aIn0 = EDGE(gaRow0 < M);
-    const bool aIn1 = EDGE(gaRow1 < M);
+    const bool aIn0 = gaRow0 < M;
+    const bool aIn1 = gaRow1 < M;
     const float* aPtr0 = A + static_cast<size_t>(aIn0 ? gaRow0 : 0) * K;
     const float* aPtr1 = A + static_cast<size_t>(aIn1 ? gaRow1 : 0) * K;
     const int gbCol = blockCol + bCol;
@@ -146,7 +122,7 @@ gemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
     float4 bReg[2];
     // Fetch the K slice starting at k0 into aReg / bReg.
     auto fetch = [&](int k0) {
-        if (fullMN && EDGE(k0 + BK <= K)) {
+        if (fullMN && k0 + BK <= K) {
             aReg[0] = *reinterpret_cast<const float4*>(aPtr0 + k0 + aK);
             aReg[1] = *reinterpret_cast<const float4*>(aPtr1 + k0 + aK);
             bReg[0] = *reinterpret_cast<const float4*>(B + static_cast<size_t>(k0 + bRow) * N + gbCol);
@@ -217,7 +193,7 @@ gemm_warptile(const float* __restrict__ A, const float* __restrict__ B,
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         const int row = blockRow + rowOff + (i / 4) * 32 + (i % 4);
-        float* cRow = C + static_cast<size_t>(EDGE(row < M) ? row : 0) * N;
+        float* cRow = C + static_cast<size_t>(row < M ? row : 0) * N;
 #pragma unroll
         for (int ni = 0; ni < 2; ++ni) {
             const int col = blockCol + colOff + ni * 16;

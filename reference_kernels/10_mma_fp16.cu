@@ -10,54 +10,42 @@
 // H200 (4096^3, fraction of cuBLAS fp16 in the same run; NOTES.md):
 //   - swizzled unpadded rows, fragments one k16 step ahead, copies spread over three k16 steps:
 //     0.575, level with CUTLASS's mma.sync kernel on the same tile (0.574);
-//   - the ring guarded by mbarriers (MMA_MBAR), no block barrier per K slice: a warp waits
+//   - the ring guarded by mbarriers, no block barrier per K slice: a warp waits
 //     only for the tile it reads and for the stage it overwrites, so warps that drift apart
 //     no longer stall each other every slice: 0.590-0.592 (the barrier alone cost 17 us of
 //     314 in a diagnostic build);
-//   - C staged through shared memory and stored as float4 rows (MMA_SMEM_EPILOGUE): 4x fewer
+//   - C staged through shared memory and stored as float4 rows: 4x fewer
 //     L2 write requests than float2 stores from the accumulators: 0.595-0.603 with both;
-//   - the steady loop's copies issued at the start of their k16 step (MMA_COPY_EARLY) and, on
-//     sm_90, waits with try_wait (MMA_TRY_WAIT): every branch in the loop makes ptxas wait out
+//   - the steady loop's copies issued at the start of their k16 step and, on sm_90, waits
+//     with try_wait: every branch in the loop makes ptxas wait out
 //     the mma.sync in flight (about 24 cycles), so the loop's encoded stalls are what its
 //     branches and its runs of copies cost; these two took them from 872 to 835 cycles a K
 //     slice of 128 mma.sync (6 cycles each at best) and the rung to 0.607-0.616 (0.598-0.602
 //     before, same runs).
 // CUTLASS's best sm_80 tile reaches 0.632-0.639 on the same card; mma.sync alone about 0.89.
 //
-// Parameters (-D, the rung's values in brackets):
-//   MMA_BM, MMA_BN   block tile of C [256, 128]; BN a multiple of 64
-//   MMA_BK           the K slice loaded per stage: a multiple of 64 (one 128-byte shared row of
-//                    A) or 32 (64-byte rows of A, swizzled in pairs: swizzle_a()) [64]; the
-//                    sequence of k16 steps, and so the result, does not depend on it
-//   MMA_WM, MMA_WN   warp tile [64, 64]; WN a multiple of 64; warps = (BM/WM) x (BN/WN)
-//   MMA_STAGES       depth of the cp.async ring in shared memory, 2..5 [3]
-//   MMA_MIN_BLOCKS   second __launch_bounds__ argument (resident blocks per SM wanted) [1]
-//   MMA_SPREAD       the steady-state loop issues the next K slice's copies over its first
-//                    MMA_SPREAD k16 steps, 1..BK/16-1 [3]
-//   MMA_LEAN         0 or 1 [0]: blocks inside C run gemm_lean() instead of gemm_body's pipelined
-//                    loop: the partial K slice first (so one steady loop with no checks, and a
-//                    tail with no copies), 32-bit copy strides (one IMAD.WIDE per chunk), fewer
-//                    registers live through the loop (issue 29). Measured on the H200 no faster
-//                    than the rung (0.96x with CUTLASS's 128x256x32 tile, 1.00x with 128x256x64;
-//                    NOTES.md), so the rung does not use it
-//   MMA_MBAR         0 or 1 [1]: blocks inside C guard the ring with mbarriers (below), no
-//                    cp.async groups and no __syncthreads in the loop
-//   MMA_COPY_AT      with MMA_MBAR: the steady loop's copies start at this k16 step [0]
-//   MMA_TRY_WAIT     with MMA_MBAR, 0 or 1 [1]: on sm_90+ wait with mbarrier.try_wait (the
-//                    thread may be suspended) instead of spinning on test_wait
-//   MMA_ARRIVE_ALL   with MMA_MBAR, 0 or 1 [0]: every thread arrives on `empty` (no __syncwarp)
-//   MMA_COPY_EARLY   with MMA_MBAR, 0 or 1 [1]: the steady loop's copies after its first copy
-//                    step are issued at the start of their k16 step, before its ldmatrix, rather
-//                    than halfway through its mma.sync (ptxas then spreads them between mma.sync
-//                    instead of issuing them in one run; NOTES.md, "Issue 29, fourth")
-//   MMA_SMEM_EPILOGUE 0 or 1 [1]: blocks inside C, with C 16-byte aligned, store C through
-//                    shared memory as float4 rows (the epilogue below)
-// (The macros default to 0, the rung's declaration in __init__.py sets the bracketed values.)
+// The build (bench/candidates/mma_fp16.cu keeps every knob the research tried, as -D options,
+// and this rung is its build mma-fp16-256x128x64-s3-cs3-mbar-ce-tw-se; NOTES.md):
+//   BM x BN          block tile of C, 256 x 128; WM x WN the warp tile, 64 x 64: 8 warps
+//   BK               the K slice loaded per stage, 64 halves: one 128-byte shared row of A
+//   STAGES           depth of the cp.async ring in shared memory, 3
+//   SPREAD           the steady-state loop issues the next K slice's copies over its first 3
+//                    k16 steps; each after the first at the start of its step, before its
+//                    ldmatrix, rather than halfway through its mma.sync (ptxas then spreads them
+//                    between mma.sync instead of issuing them in one run; NOTES.md, "Issue 29, fourth")
+//   blocks inside C guard the ring with mbarriers (below), no cp.async groups and no
+//   __syncthreads in the loop; on sm_90+ they wait with mbarrier.try_wait (the thread may be
+//   suspended) instead of spinning on test_wait; each warp's lane 0 arrives on `empty`
+//   blocks inside C, with C 16-byte aligned, store C through shared memory as float4 rows (the
+//   epilogue below)
+// Variants measured and not kept (bench/candidates/mma_fp16.cu has them): other tiles, K slices
+// of 32, other ring depths; a lean loop (the partial K slice first, 32-bit copy strides; no
+// faster on the H200), copies from a later k16 step, every thread arriving on `empty`.
 // Tried later and not kept (none faster on the H200; branch mma-experiments, NOTES.md "Issue 29,
 // later"): the last k16 step's mma.sync held after the slice barrier, an L2 prefetch on each
 // cp.async, blocks launched in groups of tile columns, a fifth stage; and (NOTES.md, "Issue 29,
 // fifth") one mbarrier a stage (no `empty`: one wait a slice, 5 % slower) and K slices of 128.
-// Shared memory is dynamic: MMA_STAGES x (BM x BK + BK x BN) halves; the exact figure is also
+// Shared memory is dynamic: STAGES x (BM x BK + BK x BN) halves; the exact figure is also
 // exported as the constant gemm_mma_fp16_smem_bytes so the Python declaration can be checked
 // against it. Builds measured before 2026-12-01 with padded rows, other loops or K slices of
 // 32 (NOTES.md) are in the history of this file, up to commit 7303d22.
@@ -119,7 +107,7 @@
 // an empty group, keeping the count uniform) and computes tile kt. That is the loop of the edge
 // and scalar fills; blocks inside C run a pipelined form of it (fragments one k16 step ahead,
 // the wait and barrier inside the last k16 step of the previous tile: see the loop).
-// With MMA_MBAR those blocks replace the groups and the barrier by two mbarriers per stage:
+// Those blocks replace the groups and the barrier by two mbarriers per stage:
 // `full` completes when every thread's copies into the stage have landed (each thread's
 // cp.async.mbarrier.arrive.noinc), `empty` when every warp has issued its last ldmatrix of the
 // tile there. A warp waits on `full` before reading a tile; each thread waits on `empty` of
@@ -128,83 +116,35 @@
 // Epilogue straight from the accumulators: each lane writes float2 pairs
 // C[row][2t, 2t+1] (8-byte stores, one 32-byte sector per 4 lanes) when N is
 // even and C is 8-byte aligned, else single floats; every store is bounds-checked.
-// MMA_SMEM_EPILOGUE (blocks inside C, C 16-byte aligned): each warp stages 16 rows of its tile
+// Blocks inside C, C 16-byte aligned: each warp stages 16 rows of its tile
 // in shared memory and stores whole rows as float4 (see the epilogue).
 
 #include <cuda_fp16.h>
 
-#ifndef MMA_BM
-#define MMA_BM 256
-#endif
-#ifndef MMA_BN
-#define MMA_BN 128
-#endif
-#ifndef MMA_WM
-#define MMA_WM 64
-#endif
-#ifndef MMA_WN
-#define MMA_WN 64
-#endif
-#ifndef MMA_BK
-#define MMA_BK 64
-#endif
-#ifndef MMA_STAGES
-#define MMA_STAGES 3
-#endif
-#ifndef MMA_MIN_BLOCKS
-#define MMA_MIN_BLOCKS 1
-#endif
-#ifndef MMA_SPREAD
-#define MMA_SPREAD 3
-#endif
-#ifndef MMA_LEAN
-#define MMA_LEAN 0
-#endif
-#ifndef MMA_SMEM_EPILOGUE
-#define MMA_SMEM_EPILOGUE 0
-#endif
-#ifndef MMA_MBAR
-#define MMA_MBAR 0
-#endif
-#ifndef MMA_COPY_AT
-#define MMA_COPY_AT 0
-#endif
-#ifndef MMA_TRY_WAIT
-#define MMA_TRY_WAIT 0
-#endif
-#ifndef MMA_ARRIVE_ALL
-#define MMA_ARRIVE_ALL 0
-#endif
-#ifndef MMA_COPY_EARLY
-#define MMA_COPY_EARLY 0
-#endif
 
-#define MMA_THREADS ((MMA_BM / MMA_WM) * (MMA_BN / MMA_WN) * 32)
+#define MMA_THREADS 256  // (BM / WM) x (BN / WN) warps of 32
 
 // Constants are enumerators, not constexpr variables: NVRTC would emit those as unused globals.
 enum : int {
-    BM = MMA_BM,
-    BN = MMA_BN,
-    BK = MMA_BK,
-    WM = MMA_WM,
-    WN = MMA_WN,
-    STAGES = MMA_STAGES,
+    BM = 256,
+    BN = 128,
+    BK = 64,
+    WM = 64,
+    WN = 64,
+    STAGES = 3,
     KSTEPS = BK / 16,      // k16 steps per K slice
     WARPS_N = BN / WN,
     NTHREADS = MMA_THREADS,
     MI = WM / 16,          // m16 tiles per warp
     NI = WN / 8,           // n8 tiles per warp
-    SPREAD = MMA_SPREAD,   // k16 steps the copies of one K slice are spread over
+    SPREAD = 3,   // k16 steps the copies of one K slice are spread over
     A_LD = BK,             // halves per shared row of A
     B_LD = BN,             // halves per shared row of B
     A_STAGE = BM * A_LD,   // halves per stage
     B_STAGE = BK * B_LD,
     RING_BYTES = STAGES * (A_STAGE + B_STAGE) * 2,
-    MBAR = MMA_MBAR,
-    COPY_AT = MMA_COPY_AT,  // first k16 step of the steady loop that issues copies
     NWARPS = NTHREADS / 32,
-    SMEM_BYTES = RING_BYTES + (MMA_MBAR ? 2 * STAGES * 8 : 0),  // + the full and empty mbarriers
-    SE = MMA_SMEM_EPILOGUE,
+    SMEM_BYTES = RING_BYTES + 2 * STAGES * 8,  // + the full and empty mbarriers
     EP_LD = WN + 8,         // floats per staged C row: 8 mod 32 banks, so float2 writes of a half-warp are conflict-free
     EP_BYTES = NWARPS * 2 * 16 * EP_LD * 4,  // two 16-row buffers per warp
     A_CHUNKS_ROW = BK / 8,                  // 16-byte chunks per row of the A tile
@@ -215,33 +155,19 @@ enum : int {
     B_CHUNKS = BK / B_PASS,
     A_DST_STEP = A_PASS * A_LD * 2,  // shared bytes from chunk i to chunk i+1
     B_DST_STEP = B_PASS * B_LD * 2,
-    SCALAR_UNROLL_A = MMA_LEAN ? 1 : A_CHUNKS,  // the scalar fill's loops unrolled fully, or not (lean)
-    SCALAR_UNROLL_B = MMA_LEAN ? 1 : B_CHUNKS,
 };
 
 static_assert(BM % WM == 0 && BN % WN == 0, "the warp tile must divide the block tile");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: 16-row A fragments, B loaded 16 columns per ldmatrix.x4");
-static_assert(STAGES >= 2 && STAGES <= 5, "MMA_STAGES must be 2..5");
-static_assert(SPREAD >= 1 && SPREAD <= KSTEPS - 1, "MMA_SPREAD spreads the copies over 1 .. BK/16 - 1 k16 steps");
+static_assert(SPREAD >= 1 && SPREAD <= KSTEPS - 1, "SPREAD spreads the copies over 1 .. BK/16 - 1 k16 steps");
 static_assert(KSTEPS % 2 == 0, "the pipelined loop alternates two fragment buffers: BK / 16 must be even");
-static_assert(BK % 16 == 0 && BK >= 16, "MMA_BK must be a multiple of 16 (one k16 step of mma.m16n8k16)");
 static_assert(NTHREADS % A_CHUNKS_ROW == 0 && BM % A_PASS == 0 && A_CHUNKS >= 1, "A tile chunks must spread evenly");
 static_assert(NTHREADS % B_CHUNKS_ROW == 0 && BK % B_PASS == 0 && B_CHUNKS >= 1, "B tile chunks must spread evenly");
 static_assert((BK % 64 == 0 || BK == 32) && BN % 64 == 0 && WN % 64 == 0 && A_PASS % 8 == 0 && B_PASS % 8 == 0,
               "the swizzle needs whole 128-byte rows of B (BN a multiple of 64) and of A (BK a multiple of 64) "
               "or pairs of 64-byte rows of A (BK 32), warp columns on 128-byte boundaries (WN a multiple of 64) "
               "and each thread's chunks 8 rows apart");
-static_assert(MMA_LEAN == 0 || MMA_LEAN == 1, "MMA_LEAN must be 0 or 1");
-static_assert(SE == 0 || SE == 1, "MMA_SMEM_EPILOGUE must be 0 or 1");
-static_assert(SE == 0 || EP_BYTES <= RING_BYTES, "the staged C tiles must fit in the ring");
-static_assert(MBAR == 0 || MBAR == 1, "MMA_MBAR must be 0 or 1");
-static_assert((MMA_TRY_WAIT == 0 || MMA_TRY_WAIT == 1) && (MMA_ARRIVE_ALL == 0 || MMA_ARRIVE_ALL == 1) &&
-              (MBAR || (MMA_TRY_WAIT == 0 && MMA_ARRIVE_ALL == 0)),
-              "MMA_TRY_WAIT and MMA_ARRIVE_ALL are 0 or 1, and only with MMA_MBAR=1");
-static_assert((MMA_COPY_EARLY == 0 || MMA_COPY_EARLY == 1) && (MBAR || MMA_COPY_EARLY == 0),
-              "MMA_COPY_EARLY is 0 or 1, and only with MMA_MBAR=1");
-static_assert(COPY_AT >= 0 && COPY_AT + SPREAD <= (MBAR ? KSTEPS : KSTEPS - 1) && (MBAR || COPY_AT == 0),
-              "MMA_COPY_AT: the copies must be issued inside the slice (and, with the barrier ring, from step 0)");
+static_assert(EP_BYTES <= RING_BYTES, "the staged C tiles must fit in the ring");
 
 typedef unsigned short u16;
 
@@ -307,7 +233,7 @@ static __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned i
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// mbarriers (sm_80+): the ring of MMA_MBAR=1. test_wait.parity(p) is true once the phase of
+// mbarriers (sm_80+): the ring of blocks inside C. test_wait.parity(p) is true once the phase of
 // parity p has completed, so a fresh barrier (phase 0 running) passes a wait for parity 1 at
 // once: the first write into each stage waits for nothing.
 static __device__ __forceinline__ void mbar_init(unsigned int bar, unsigned int count)
@@ -327,9 +253,9 @@ static __device__ __forceinline__ void cp_async_mbar_arrive(unsigned int bar)
     asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
-// sm_90's try_wait may suspend the thread until the phase completes (MMA_TRY_WAIT), so a waiting
+// sm_90's try_wait may suspend the thread until the phase completes, so a waiting
 // warp would not take issue slots from the warps still computing; test_wait (sm_80+) spins.
-#if MMA_TRY_WAIT && __CUDA_ARCH__ >= 900
+#if __CUDA_ARCH__ >= 900
 #define MMA_MBAR_WAIT_OP "mbarrier.try_wait.parity.shared::cta.b64"
 #else
 #define MMA_MBAR_WAIT_OP "mbarrier.test_wait.parity.shared.b64"
@@ -403,18 +329,6 @@ static __device__ __forceinline__ int swizzle_a(int chunk, int row)
     }
 }
 
-// Element strides of the copies: 64-bit in general, 32-bit where the dispatch proved they fit
-// (MMA_LEAN's inner blocks: BM * K and BK * N below 2^31), so that a chunk's source address is
-// one IMAD.WIDE from the slice's pointer.
-template <bool narrow>
-struct CopyStride {
-    typedef size_t type;
-};
-template <>
-struct CopyStride<true> {
-    typedef int type;
-};
-
 template <int FILL>
 static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, const u16* __restrict__ B,
                                                  float* __restrict__ C, int M, int N, int K,
@@ -430,13 +344,6 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     const int warpRow = (warp / WARPS_N) * WM;  // warp tile origin inside the block tile
     const int warpCol = (warp % WARPS_N) * WN;
     const int kTiles = (K + BK - 1) / BK;
-    // MMA_LEAN, blocks inside C: tile j covers k in [j*BK - kShift, (j+1)*BK - kShift), so the
-    // partial slice (if any) is tile 0, its chunks below k = 0 zero-filled, and every later
-    // tile is whole: one steady loop with no checks, a tail with no copies. kShift is a multiple
-    // of 8 (K % 8 == 0 on this fill), so chunks stay wholly in or out.
-    constexpr bool lean = MMA_LEAN && FILL == FILL_INNER;
-    const int kShift = lean ? kTiles * BK - K : 0;
-    typedef typename CopyStride<lean>::type Stride;
 
 
     // ---- fill mapping ----------------------------------------------------------
@@ -454,18 +361,14 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     // swizzle stays the same).
     const unsigned int aDst = static_cast<unsigned int>((aRow * A_LD + swizzle_a(tid % A_CHUNKS_ROW, aRow) * 8) * 2);
     const unsigned int bDst = static_cast<unsigned int>((bRow * B_LD + swizzled(tid % B_CHUNKS_ROW, bRow) * 8) * 2);
-    const Stride aPass = static_cast<Stride>(A_PASS) * K;   // elements from chunk i to chunk i+1 in A
-    const Stride bPass = static_cast<Stride>(B_PASS) * N;   // ... in B
-    const Stride bTile = static_cast<Stride>(BK) * N;       // ... from one K slice to the next in B
+    const size_t aPass = static_cast<size_t>(A_PASS) * K;   // elements from chunk i to chunk i+1 in A
+    const size_t bPass = static_cast<size_t>(B_PASS) * N;   // ... in B
+    const size_t bTile = static_cast<size_t>(BK) * N;       // ... from one K slice to the next in B
     // Chunk 0 of the next K slice to be loaded. These pointers may
-    // point outside A or B (rows past M, k past K, k below 0); they are dereferenced only
+    // point outside A or B (rows past M, k past K); they are dereferenced only
     // when the chunk is in range.
     const u16* aNext = A + static_cast<size_t>(blockRow + aRow) * K + aK;
     const u16* bNext = B + static_cast<size_t>(bRow) * N + bCol;
-    if constexpr (lean) {
-        aNext -= kShift;
-        bNext -= static_cast<ptrdiff_t>(kShift) * N;
-    }
 
     const unsigned int aSmem = smem_u32(As);
     const unsigned int bSmem = smem_u32(Bs);
@@ -473,10 +376,10 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     // Issue the copies of the next K slice, tile `tile` (tiles are loaded in order 0, 1,
     // 2, ...), into ring stage `stage`, then advance to the slice after it.
     auto load_next = [&](int stage, int tile) {
-        const int k0 = tile * BK - kShift;
+        const int k0 = tile * BK;
         const unsigned int aStage = aSmem + static_cast<unsigned int>(stage * A_STAGE * 2) + aDst;
         const unsigned int bStage = bSmem + static_cast<unsigned int>(stage * B_STAGE * 2) + bDst;
-        if (FILL == FILL_INNER && (lean ? k0 >= 0 : k0 + BK <= K)) {
+        if (FILL == FILL_INNER && k0 + BK <= K) {
             // Every chunk in range: the common case of a large aligned problem.
 #pragma unroll
             for (int i = 0; i < A_CHUNKS; ++i) {
@@ -488,18 +391,17 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
             }
         } else if constexpr (FILL != FILL_SCALAR) {
             // K % 8 == 0 and N % 8 == 0: each chunk is wholly in or out; out -> zero-filled.
-            // Inside C (FILL_INNER) rows and columns are in range: only k is checked (lean: only
-            // k >= 0, tile 0 being the partial one).
+            // Inside C (FILL_INNER) rows and columns are in range: only k is checked.
 #pragma unroll
             for (int i = 0; i < A_CHUNKS; ++i) {
                 const bool in = (FILL == FILL_INNER || blockRow + aRow + i * A_PASS < M) &&
-                                (lean ? k0 + aK >= 0 : k0 + aK < K);
+                                k0 + aK < K;
                 cp_async16(aStage + i * A_DST_STEP, in ? static_cast<const void*>(aNext + i * aPass) : A, in ? 16 : 0);
             }
 #pragma unroll
             for (int i = 0; i < B_CHUNKS; ++i) {
                 const bool in = (FILL == FILL_INNER || bColIn) &&
-                                (lean ? k0 + bRow + i * B_PASS >= 0 : k0 + bRow + i * B_PASS < K);
+                                k0 + bRow + i * B_PASS < K;
                 cp_async16(bStage + i * B_DST_STEP, in ? static_cast<const void*>(bNext + i * bPass) : B, in ? 16 : 0);
             }
         } else {
@@ -507,16 +409,15 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
             // a 16-byte st.shared. Synchronous, but in the same ring and protocol.
             unsigned char* aDstPtr = smem + stage * A_STAGE * 2 + aDst;
             unsigned char* bDstPtr = smem + (STAGES * A_STAGE + stage * B_STAGE) * 2 + bDst;
-            // MMA_LEAN: chunk by chunk (not unrolled), so that the 8 loads of one chunk, not of
-            // all of them, are in flight: this path must fit the lean build's register budget.
-#pragma unroll(SCALAR_UNROLL_A)
+            // (Fully unrolled, written unroll(A_CHUNKS): a bare unroll yields other code for sm_100+.)
+#pragma unroll(A_CHUNKS)
             for (int i = 0; i < A_CHUNKS; ++i) {
                 const int row = blockRow + aRow + i * A_PASS;
                 const bool rowIn = row < M;
                 const u16* rowPtr = A + static_cast<size_t>(rowIn ? row : 0) * K;
                 *reinterpret_cast<uint4*>(aDstPtr + i * A_DST_STEP) = load8_scalar(rowPtr, k0 + aK, K, rowIn);
             }
-#pragma unroll(SCALAR_UNROLL_B)
+#pragma unroll(B_CHUNKS)
             for (int i = 0; i < B_CHUNKS; ++i) {
                 const int kr = k0 + bRow + i * B_PASS;
                 const bool kIn = kr < K;
@@ -557,11 +458,11 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
         }
     }
 
-    // MMA_MBAR, blocks inside C: per stage a `full` mbarrier (one arrival per thread, made by
+    // Blocks inside C: per stage a `full` mbarrier (one arrival per thread, made by
     // the hardware when that thread's copies into the stage have landed) and an `empty` one
     // (one arrival per warp, after the warp's last ldmatrix of the stage). A warp waits for the
     // tile it reads and for the stage it overwrites, never for the whole block.
-    constexpr bool mbar = MBAR && FILL == FILL_INNER;
+    constexpr bool mbar = FILL == FILL_INNER;
     const unsigned int fullBar = smem_u32(smem + RING_BYTES);   // + stage * 8
     const unsigned int emptyBar = fullBar + STAGES * 8;         // + stage * 8
     if constexpr (mbar) {
@@ -569,7 +470,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
 #pragma unroll
             for (int s = 0; s < STAGES; ++s) {
                 mbar_init(fullBar + s * 8, NTHREADS);
-                mbar_init(emptyBar + s * 8, MMA_ARRIVE_ALL ? NTHREADS : NWARPS);
+                mbar_init(emptyBar + s * 8, NWARPS);
             }
         }
         __syncthreads();  // the barriers are initialised before anyone arrives
@@ -622,8 +523,8 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     if constexpr (FILL == FILL_INNER) {
         // Software-pipelined fragments (two buffers): step kk's mma.sync are issued after the
         // ldmatrix of step kk + 1, so shared-memory latency hides behind tensor-core work. The
-        // slice barrier moves into the last k16 step of each slice, after its fragments were
-        // read and before its mma.sync: the warps wait at it while their previous step's
+        // wait for the next slice sits in the last k16 step of each slice, after its fragments
+        // were read and before its mma.sync: a warp waits there while its previous step's
         // mma.sync still run, and the next slice's first fragments are loaded right after it.
         // Same k16 steps in the same order per accumulator as the plain loop: bit for bit its
         // result. The copies are kept cheap and off the barrier: iterations whose next tile
@@ -632,10 +533,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
         // k and issue them at step 0 (iteration(kt, false)). Two loops, one body each, so that
         // neither carries the other's checks (ptxas put about 120 instructions of checked copy
         // issue between each slice barrier and the first mma.sync when they shared one).
-        //   Groups: the prologue commits STAGES-1; iteration kt commits one (tile kt+STAGES-1)
-        //   by step KSTEPS-2 at the latest (SPREAD <= KSTEPS-1), so at the wait in its last step STAGES+kt are
-        //   committed and tile kt+1 (group kt+1) has landed once at most STAGES-2 are pending.
-        //   MMA_MBAR: no groups and no block barrier. Tile j sits in stage j % STAGES and
+        //   The mbarriers: no groups and no block barrier. Tile j sits in stage j % STAGES and
         //   completes phase j / STAGES of both barriers of that stage; a warp waits on `full`
         //   for the tile it reads next, arrives on `empty` after its last ldmatrix of a tile,
         //   and each thread waits on `empty` for tile kt-1 before copying tile kt+STAGES-1
@@ -645,22 +543,17 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
         unsigned int readParity = 0;    // phase parity of the tile in readStage
         int writeTo = STAGES - 1;       // the stage of tile kt-1 (kt + STAGES - 1 is copied into it)
         unsigned int writeParity = 1;   // phase parity of tile kt-1 there (1 at kt = 0: passes at once)
-        if constexpr (mbar) {
-            mbar_wait(fullBar, 0);
-        } else {
-            cp_async_wait<STAGES - 2>();
-            __syncthreads();
-        }
+        mbar_wait(fullBar, 0);
         load_frags(af[0], bf[0], 0, 0);
         enum : int { CHUNKS = A_CHUNKS + B_CHUNKS };
         // The steady loop's copies of k16 step kk (chunk c, A's first, then B's, is issued in step
-        // COPY_AT + c * SPREAD / CHUNKS), and after the last of them the arrival on `full`.
+        // c * SPREAD / CHUNKS), and after the last of them the arrival on `full`.
         auto issue_copies = [&](int kk) {
             const unsigned int aStage = aSmem + static_cast<unsigned int>(writeTo * A_STAGE * 2) + aDst;
             const unsigned int bStage = bSmem + static_cast<unsigned int>(writeTo * B_STAGE * 2) + bDst;
 #pragma unroll
             for (int c = 0; c < CHUNKS; ++c) {
-                if (COPY_AT + c * SPREAD / CHUNKS == kk) {
+                if (c * SPREAD / CHUNKS == kk) {
                     if (c < A_CHUNKS) {
                         cp_async16(aStage + c * A_DST_STEP, aNext + c * aPass, 16);
                     } else {
@@ -669,20 +562,16 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
                     }
                 }
             }
-            if (kk == COPY_AT + SPREAD - 1) {
+            if (kk == SPREAD - 1) {
                 aNext += BK;
                 bNext += bTile;
-                if constexpr (mbar) {
-                    cp_async_mbar_arrive(fullBar + writeTo * 8);
-                } else {
-                    cp_async_commit();
-                }
+                cp_async_mbar_arrive(fullBar + writeTo * 8);
             }
         };
-        // Whether the steady loop issues step kk's copies at the start of the step (MMA_COPY_EARLY:
-        // every copy step after the first) rather than among its mma.sync; `front` and `back` each
-        // take the steps the other leaves.
-        auto copies_early = [](int kk) { return MMA_COPY_EARLY && kk != COPY_AT; };
+        // Whether the steady loop issues step kk's copies at the start of the step (every copy
+        // step after the first) rather than among its mma.sync; `front` and `back` each take the
+        // steps the other leaves.
+        auto copies_early = [](int kk) { return kk != 0; };
         // One k16 step kk of iteration kt in two halves: `front` (early copies, then the ldmatrix of
         // the next step: in the last step after the wait for tile kt+1) and `back` (this step's
         // mma.sync, with the wait on `empty` and the copies among them).
@@ -693,36 +582,26 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
             }
             if (kk == KSTEPS - 1) {
                 readStage = readStage + 1 == STAGES ? 0 : readStage + 1;
-                if constexpr (mbar) {
-                    readParity ^= readStage == 0 ? 1u : 0u;
-                    // The last tile has no successor to wait for (the steady loop always has).
-                    if (full || kt + 1 < kTiles) {
-                        mbar_wait(fullBar + readStage * 8, readParity);  // everyone's copies of tile kt+1
-                    }
-                } else {
-                    cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 have landed
-                    __syncthreads();              // everyone's have; everyone has read tile kt
+                readParity ^= readStage == 0 ? 1u : 0u;
+                // The last tile has no successor to wait for (the steady loop always has).
+                if (full || kt + 1 < kTiles) {
+                    mbar_wait(fullBar + readStage * 8, readParity);  // everyone's copies of tile kt+1
                 }
                 load_frags(af[0], bf[0], readStage, 0);  // after the last tile: read, unused
             } else {
                 load_frags(af[(kk + 1) & 1], bf[(kk + 1) & 1], readStage, kk + 1);
-                if (mbar && kk == KSTEPS - 2) {
-                    // This warp's last ldmatrix of tile kt was just issued: release its stage
-                    // (MMA_ARRIVE_ALL: every thread arrives, no __syncwarp).
-                    if constexpr (MMA_ARRIVE_ALL) {
+                if (kk == KSTEPS - 2) {
+                    // This warp's last ldmatrix of tile kt was just issued: release its stage.
+                    __syncwarp();
+                    if (lane == 0) {
                         mbar_arrive(emptyBar + readStage * 8);
-                    } else {
-                        __syncwarp();
-                        if (lane == 0) {
-                            mbar_arrive(emptyBar + readStage * 8);
-                        }
                     }
                 }
             }
         };
         auto back = [&](int kt, bool full, int kk) {
             mma_step(af[kk & 1], bf[kk & 1], 0, MI / 2);
-            if (mbar && kk == (full ? COPY_AT : 0) && (full || (!lean && kt + STAGES - 1 < kTiles))) {
+            if (kk == 0 && (full || kt + STAGES - 1 < kTiles)) {
                 mbar_wait(emptyBar + writeTo * 8, writeParity);  // every warp has read tile kt-1
             }
             if (full) {
@@ -730,11 +609,9 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
                     issue_copies(kk);
                 }
             } else if (kk == 0) {
-                if (!lean && kt + STAGES - 1 < kTiles) {  // lean: the tail has nothing to load
+                if (kt + STAGES - 1 < kTiles) {
                     load_next(writeTo, kt + STAGES - 1);
-                    if constexpr (mbar) {
-                        cp_async_mbar_arrive(fullBar + writeTo * 8);
-                    }
+                    cp_async_mbar_arrive(fullBar + writeTo * 8);
                 }
                 cp_async_commit();
             }
@@ -742,22 +619,16 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
         };
         // `full` is a constant at both calls: inlined, each loop keeps only its own branch.
         auto iteration = [&](int kt, bool full) {
-            if constexpr (!mbar) {
-                writeTo = readStage == 0 ? STAGES - 1 : readStage - 1;
-            }
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; ++kk) {
                 front(kt, full, kk);
                 back(kt, full, kk);
             }
-            if constexpr (mbar) {
-                writeTo = writeTo + 1 == STAGES ? 0 : writeTo + 1;
-                writeParity ^= writeTo == 0 ? 1u : 0u;
-            }
+            writeTo = writeTo + 1 == STAGES ? 0 : writeTo + 1;
+            writeParity ^= writeTo == 0 ? 1u : 0u;
         };
-        // Tile j is whole when (j + 1) * BK <= K (lean: when j >= 1, or kShift == 0, and the
-        // steady loop starts at tile STAGES - 1); iteration kt loads tile kt + STAGES - 1.
-        const int steady = lean ? max(0, kTiles - STAGES + 1) : max(0, min(kTiles, K / BK - STAGES + 1));
+        // Tile j is whole when (j + 1) * BK <= K; iteration kt loads tile kt + STAGES - 1.
+        const int steady = max(0, min(kTiles, K / BK - STAGES + 1));
         int kt = 0;
         for (; kt < steady; ++kt) {
             iteration(kt, true);
@@ -804,8 +675,8 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
     eCol += (eWarp % WARPS_N) * WN;
     const int g = (tidAgain & 31) >> 2;
     const int t = tidAgain & 3;
-    if constexpr (SE && FILL == FILL_INNER) {
-        // MMA_SMEM_EPILOGUE, blocks inside C (every element in range), C 16-byte aligned: each
+    if constexpr (FILL == FILL_INNER) {
+        // Blocks inside C (every element in range), C 16-byte aligned: each
         // warp stages 16 rows of its tile at a time in shared memory (two buffers, so one
         // __syncwarp per 16 rows) and stores them as whole rows of float4, 2 rows of 64 floats
         // per instruction: 4 full 128-byte lines, where a float2 store from the accumulators
@@ -874,7 +745,7 @@ static __device__ __forceinline__ void gemm_body(const u16* __restrict__ A, cons
 
 #endif  // __CUDA_ARCH__ >= 800
 
-extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(MMA_THREADS, 1)
 gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, float* __restrict__ C,
               int M, int N, int K)
 {
@@ -885,9 +756,7 @@ gemm_mma_fp16(const __half* __restrict__ Ah, const __half* __restrict__ Bh, floa
     block_origin(blockRow, blockCol);
     if ((K % 8 != 0) || (N % 8 != 0) || !aligned16(A) || !aligned16(B)) {
         gemm_body<FILL_SCALAR>(A, B, C, M, N, K, blockRow, blockCol);
-    } else if (blockRow + BM <= M && blockCol + BN <= N &&
-               (!MMA_LEAN || (static_cast<long long>(BM) * K < (1ll << 31) && static_cast<long long>(BK) * N < (1ll << 31)))) {
-        // MMA_LEAN's 32-bit copy strides need BM * K and BK * N below 2^31; else the edge fill.
+    } else if (blockRow + BM <= M && blockCol + BN <= N) {
         gemm_body<FILL_INNER>(A, B, C, M, N, K, blockRow, blockCol);
     } else {
         gemm_body<FILL_EDGE>(A, B, C, M, N, K, blockRow, blockCol);

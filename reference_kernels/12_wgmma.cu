@@ -59,10 +59,7 @@
 //
 // Parameters (-D): WG_BF16 (0: fp16, 1: bf16 inputs), WG_STAGES (K slices in the ring; four
 // 48 KB stages fill 192 of the 227 KB a block may have), WG_GROUP_M (tile rows per group),
-// WG_CLUSTER (1, or 2: clusters of two blocks on vertically adjacent tiles, which share their
-// B tile: each block loads half of it and the copy engine multicasts it into both blocks'
-// shared memory, a third less L2 -> SM traffic; each consumer warp then releases a stage in
-// both blocks, since both producers write into it), WG_STORE_BUFFERS (0: C stored from the
+// WG_STORE_BUFFERS (0: C stored from the
 // accumulators with float2 stores, no tensor map of C; N: the TMA-store epilogue through N 8 KB
 // boxes a consumer; 4 stages leave room for 2, 3 stages for up to 5, no faster: NOTES.md).
 //
@@ -76,7 +73,8 @@
 // TMA store above overlaps the *next* tile's wgmma, and there is none. A stage holds 64 rows of
 // A (8 KB) and the 256 columns of B (32 KB); five stages fit. The price: each 64 x 256 tile
 // reads all of B's 256 columns, so L2 -> SM traffic per flop is 5/3 of the shared tile's
-// (WG_CLUSTER=2 brings it back: the two blocks of a cluster multicast B). Measured on the H200
+// (clusters of two blocks multicasting B bring it back: bench/candidates/wgmma.cu, -DWG_CLUSTER=2,
+// measured no faster). Measured on the H200
 // (2026-12-02, against cuBLAS in the same process): 2048^3, one tile a block, 0.987 of cuBLAS
 // fp16 (0.943 with the shared tile and stores from registers); 4096^3 0.90-0.92 (0.976 with
 // the shared tile): once blocks have several tiles the extra B traffic costs more than the
@@ -97,9 +95,6 @@
 #endif
 #ifndef WG_GROUP_M
 #define WG_GROUP_M 16
-#endif
-#ifndef WG_CLUSTER
-#define WG_CLUSTER 1
 #endif
 #ifndef WG_PINGPONG
 #define WG_PINGPONG 0
@@ -127,8 +122,7 @@ constexpr int A_STAGE_BYTES = BM * BK * 2;               // 16 KB
 constexpr int B_BOX_BYTES = BK * B_BOX * 2;              // 8 KB
 constexpr int B_STAGE_BYTES = BK * BN * 2;               // 32 KB
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
-constexpr int B_BOXES_PER_BLOCK = BN / B_BOX / WG_CLUSTER;  // the boxes of B this block loads
-static_assert(WG_CLUSTER == 1 || WG_CLUSTER == 2, "WG_CLUSTER is 1 or 2");
+constexpr int B_BOXES_PER_BLOCK = BN / B_BOX;  // the boxes of B a block loads
 #if WG_STORE_BUFFERS
 // The TMA-store epilogue: each consumer stages its 64 x 256 fp32 block in boxes of 64 rows x 32
 // columns (128 bytes a row: one swizzle row) through WG_STORE_BUFFERS buffers of its own.
@@ -165,41 +159,6 @@ __device__ __forceinline__ void mbar_arrive(u32 bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
 
-// Arrive on the barrier at the same offset in every block of the cluster (this one included).
-__device__ __forceinline__ void mbar_arrive_cluster(u32 bar) {
-#if WG_CLUSTER > 1
-#pragma unroll
-    for (u32 rank = 0; rank < WG_CLUSTER; ++rank)
-        asm volatile(
-            "{\n"
-            ".reg .b32 remote;\n"
-            "mapa.shared::cluster.u32 remote, %0, %1;\n"
-            "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-            "}\n"
-            :: "r"(bar), "r"(rank) : "memory");
-#else
-    mbar_arrive(bar);
-#endif
-}
-
-__device__ __forceinline__ void cluster_sync() {
-#if WG_CLUSTER > 1
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
-#else
-    __syncthreads();
-#endif
-}
-
-__device__ __forceinline__ u32 cluster_rank() {
-#if WG_CLUSTER > 1
-    u32 rank;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    return rank;
-#else
-    return 0;
-#endif
-}
-
 // Wait until the barrier's phase with this parity has completed.
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
     u32 done;
@@ -221,16 +180,6 @@ __device__ __forceinline__ void tma_load(u32 dst, const TensorMap* map, int c0, 
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
         " [%0], [%1, {%2, %3}], [%4];"
         :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-
-// The same copy delivered to every block of the cluster, at the same shared-memory offsets,
-// completing on each block's barrier at `bar`.
-__device__ __forceinline__ void tma_load_multicast(u32 dst, const TensorMap* map, int c0, int c1, u32 bar) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%2, %3}], [%4], %5;"
-        :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar),
-           "h"(static_cast<unsigned short>((1 << WG_CLUSTER) - 1)) : "memory");
 }
 
 #if WG_STORE_BUFFERS
@@ -317,16 +266,15 @@ __device__ __forceinline__ void wgmma_64x256x16(float (&d)[128], u64 desc_a, u64
         : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
-// Work item -> (first row, first column) of this block's tile. A work item is WG_CLUSTER
-// vertically adjacent tiles (one per block of the cluster); work items are numbered down
-// groups of WG_GROUP_M tile rows, then across.
-__device__ __forceinline__ void tile_origin(int item, int items_m, int tiles_n, u32 rank, int& m0, int& n0) {
-    constexpr int group = WG_GROUP_M / WG_CLUSTER;
+// Work item (a tile) -> its first row and first column. Work items are numbered down groups of
+// WG_GROUP_M tile rows, then across.
+__device__ __forceinline__ void tile_origin(int item, int items_m, int tiles_n, int& m0, int& n0) {
+    constexpr int group = WG_GROUP_M;
     const int per_group = group * tiles_n;
     const int first_m = (item / per_group) * group;
     const int rows = min(items_m - first_m, group);
     const int in_group = item % per_group;
-    m0 = ((first_m + in_group % rows) * WG_CLUSTER + static_cast<int>(rank)) * BM;
+    m0 = (first_m + in_group % rows) * BM;
     n0 = (in_group / rows) * BN;
 }
 
@@ -340,17 +288,12 @@ __device__ __forceinline__ void skip_slices(int n, int& stage, u32& phase) {
 #endif
 
 // ---------------------------------------------------------------------------------------------
-// The TMA + wgmma kernel. Grid: WG_CLUSTER x min(work items, clusters that fit at once) blocks
+// The TMA + wgmma kernel. Grid: min(work items, blocks that fit at once) blocks
 // of THREADS threads (the launcher sizes it), with the dynamic shared memory above. tensor_a: dims (K, M), box (BK, BM); tensor_b: dims (N, K), box
 // (B_BOX, BK); both 128-byte swizzled, zero fill out of bounds.
 
-#if WG_CLUSTER > 1
-#define WG_CLUSTER_DIMS __cluster_dims__(WG_CLUSTER, 1, 1)
-#else
-#define WG_CLUSTER_DIMS
-#endif
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1) WG_CLUSTER_DIMS
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ TensorMap tensor_b,
 #if WG_STORE_BUFFERS
            const __grid_constant__ TensorMap tensor_c,
@@ -372,18 +315,17 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
     const u32 turn_bar = empty_bar + WG_STAGES * 8;             // 2 x 8 bytes: consumer c's turn
 #endif
 
-    const int items_m = (M + BM * WG_CLUSTER - 1) / (BM * WG_CLUSTER);
+    const int items_m = (M + BM - 1) / BM;
     const int tiles_n = (N + BN - 1) / BN;
     const int items = items_m * tiles_n;
     const int k_slices = (K + BK - 1) / BK;
     const int warpgroup = threadIdx.x / 128;
-    const u32 rank = cluster_rank();
-    const int first_item = blockIdx.x / WG_CLUSTER, item_step = gridDim.x / WG_CLUSTER;
+    const int first_item = blockIdx.x, item_step = gridDim.x;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < WG_STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);                     // the producer's expect_tx
-            mbar_init(empty_bar + 8 * s, WG_CLUSTER * (WG_PINGPONG ? 1 : CONSUMERS) * 4);  // each consumer warp of the cluster
+            mbar_init(empty_bar + 8 * s, (WG_PINGPONG ? 1 : CONSUMERS) * 4);  // each consumer warp
         }
 #if WG_PINGPONG
         mbar_init(turn_bar, 1);
@@ -391,7 +333,7 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
 #endif
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    cluster_sync();  // every block's barriers are ready before anyone copies or arrives
+    __syncthreads();  // the barriers are ready before anyone copies or arrives
 
     if (warpgroup == 0) {
         // ---- producer: one thread issues every copy ----
@@ -401,22 +343,16 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
             u32 phase = 0;
             for (int item = first_item; item < items; item += item_step) {
                 int m0, n0;
-                tile_origin(item, items_m, tiles_n, rank, m0, n0);
+                tile_origin(item, items_m, tiles_n, m0, n0);
                 for (int ks = 0; ks < k_slices; ++ks) {
                     mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // a fresh ring starts empty
                     const u32 bar = full_bar + 8 * stage;
                     mbar_expect_bytes(bar, STAGE_BYTES);          // out-of-bounds zeros count too
                     tma_load(a_tiles + stage * A_STAGE_BYTES, &tensor_a, ks * BK, m0, bar);
 #pragma unroll
-                    for (int i = 0; i < B_BOXES_PER_BLOCK; ++i) {
-                        const int j = static_cast<int>(rank) * B_BOXES_PER_BLOCK + i;
-#if WG_CLUSTER > 1
-                        tma_load_multicast(b_tiles + stage * B_STAGE_BYTES + j * B_BOX_BYTES, &tensor_b,
-                                           n0 + j * B_BOX, ks * BK, bar);
-#else
+                    for (int j = 0; j < B_BOXES_PER_BLOCK; ++j) {
                         tma_load(b_tiles + stage * B_STAGE_BYTES + j * B_BOX_BYTES, &tensor_b,
                                  n0 + j * B_BOX, ks * BK, bar);
-#endif
                     }
                     if (++stage == WG_STAGES) { stage = 0; phase ^= 1; }
                 }
@@ -441,7 +377,7 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
         for (int item = first_item; item < items; item += item_step) {
 #endif
             int m0, n0;
-            tile_origin(item, items_m, tiles_n, rank, m0, n0);
+            tile_origin(item, items_m, tiles_n, m0, n0);
 #if WG_PINGPONG
             // Our turn comes when the other consumer has issued every wgmma of the tile before
             // ours. This also keeps us at most one ring phase ahead of the producer, which the
@@ -462,7 +398,7 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
                 if (ks > 0) {
                     // The previous slice's wgmma are done: hand its stage back to the producer.
                     wgmma_wait<1>();
-                    if (lane == 0) mbar_arrive_cluster(empty_bar + 8 * previous);
+                    if (lane == 0) mbar_arrive(empty_bar + 8 * previous);
                 }
                 previous = stage;
                 if (++stage == WG_STAGES) { stage = 0; phase ^= 1; }
@@ -475,7 +411,7 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
 #endif
             wgmma_wait<0>();
             fence_acc(d);
-            if (lane == 0) mbar_arrive_cluster(empty_bar + 8 * previous);
+            if (lane == 0) mbar_arrive(empty_bar + 8 * previous);
 
 #if WG_STORE_BUFFERS
             // Epilogue through shared memory: the consumer's 64 x 256 block leaves in 8 boxes of
@@ -536,10 +472,6 @@ gemm_wgmma(const __grid_constant__ TensorMap tensor_a, const __grid_constant__ T
         if (threadIdx.x % 128 == 0) tma_store_wait_all();
 #endif
     }
-#if WG_CLUSTER > 1
-    // No block leaves while the other may still arrive on its barriers.
-    cluster_sync();
-#endif
 }
 
 // ---------------------------------------------------------------------------------------------

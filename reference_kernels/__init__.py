@@ -85,9 +85,6 @@ mma_fp16 = CudaKernel(
     source="10_mma_fp16.cu", entry="gemm_mma_fp16", block=(256,), tile=(256, 128),
     signature=_AB, precision="fp16", min_cc=(8, 0),
     shared_mem=3 * (256 * 64 + 64 * 128) * 2 + 2 * 3 * 8,  # 3 stages of A and B halves, 2 mbarriers a stage
-    options=("-DMMA_BM=256", "-DMMA_BN=128", "-DMMA_WM=64", "-DMMA_WN=64", "-DMMA_BK=64", "-DMMA_STAGES=3",
-             "-DMMA_MIN_BLOCKS=1", "-DMMA_SPREAD=3", "-DMMA_MBAR=1", "-DMMA_COPY_EARLY=1", "-DMMA_TRY_WAIT=1",
-             "-DMMA_SMEM_EPILOGUE=1"),
     name="mma-fp16",
 )
 pipeline_sync = CudaKernel(

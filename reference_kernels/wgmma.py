@@ -35,7 +35,9 @@ THREADS = 384                          # one producer and two consumer warpgroup
 TAIL_TILE = 64                         # gemm_wgmma_tail: 64 x 64 tiles of 256 threads
 STAGES = 4                             # K slices in the ring (-DWG_STAGES)
 GROUP_M = 16                           # tile rows per group of the persistent walk (-DWG_GROUP_M)
-CLUSTER = 1                            # blocks per cluster sharing (multicasting) B tiles (-DWG_CLUSTER)
+CLUSTER = 1                            # blocks per cluster sharing (multicasting) B tiles: 1 in the rung
+SOURCE = "12_wgmma.cu"                 # the rung's source: clusters of one block only; the bench's copy,
+                                       # bench/candidates/wgmma.cu, also builds clusters of 2 (-DWG_CLUSTER)
 PINGPONG = False                       # build variant: a 64 x 256 tile per consumer, turns (-DWG_PINGPONG)
 STORE_BUFFERS = 2                      # the epilogue: C through N shared 64 x 32 boxes a consumer and TMA
                                        # stores; 0: from registers, float2 stores (-DWG_STORE_BUFFERS)
@@ -73,9 +75,19 @@ def smem_bytes(stages: int = STAGES, pingpong: bool = PINGPONG, store_buffers: i
 
 def _options(precision: str, stages: int, group_m: int, cluster: int, pingpong: bool,
              store_buffers: int = 0) -> tuple[str, ...]:
-    return (f"-DWG_BF16={int(precision == 'bf16')}", f"-DWG_STAGES={stages}", f"-DWG_GROUP_M={group_m}",
-            f"-DWG_CLUSTER={cluster}") + (("-DWG_PINGPONG=1",) if pingpong else ()) \
+    return (f"-DWG_BF16={int(precision == 'bf16')}", f"-DWG_STAGES={stages}", f"-DWG_GROUP_M={group_m}") \
+        + ((f"-DWG_CLUSTER={cluster}",) if cluster != 1 else ()) + (("-DWG_PINGPONG=1",) if pingpong else ()) \
         + (f"-DWG_STORE_BUFFERS={store_buffers}",)
+
+
+def _source(cluster: int, source: str | None) -> str:
+    """The .cu file of a build: ``source`` if given, else the rung's, which has no clusters."""
+    if source is not None:
+        return source
+    if cluster != 1:
+        raise ValueError(f"{SOURCE} builds no clusters (cluster={cluster}): pass source= the bench's copy, "
+                         "bench/candidates/wgmma.cu, which does")
+    return SOURCE
 
 
 def _items(m: int, n: int, cluster: int, pingpong: bool = PINGPONG) -> int:
@@ -84,10 +96,12 @@ def _items(m: int, n: int, cluster: int, pingpong: bool = PINGPONG) -> int:
 
 
 def main_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
-                cluster: int = CLUSTER, pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS) -> CudaKernel:
-    """gemm_wgmma as a CudaKernel, for compiling (the launcher caps its grid at what fits at once)."""
+                cluster: int = CLUSTER, pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS,
+                source: str | None = None) -> CudaKernel:
+    """gemm_wgmma as a CudaKernel, for compiling (the launcher caps its grid at what fits at once);
+    ``source``: another .cu file with the same knobs (the bench's copy, for clusters)."""
     return CudaKernel(
-        source="12_wgmma.cu", entry="gemm_wgmma", block=(THREADS,),
+        source=_source(cluster, source), entry="gemm_wgmma", block=(THREADS,),
         grid=lambda m, n, k: (cluster * _items(m, n, cluster, pingpong), 1, 1),
         precision=precision, min_cc=(9, 0), shared_mem=smem_bytes(stages, pingpong, store_buffers),
         options=_options(precision, stages, group_m, cluster, pingpong, store_buffers), arches=(ARCH,),
@@ -97,10 +111,11 @@ def main_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GR
 
 
 def tail_kernel(precision: str = "fp16", stages: int = STAGES, group_m: int = GROUP_M,
-                cluster: int = CLUSTER, pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS) -> CudaKernel:
+                cluster: int = CLUSTER, pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS,
+                source: str | None = None) -> CudaKernel:
     """gemm_wgmma_tail (the path for shapes TMA cannot take) as a CudaKernel."""
     return CudaKernel(
-        source="12_wgmma.cu", entry="gemm_wgmma_tail", block=(256,), tile=(TAIL_TILE, TAIL_TILE),
+        source=_source(cluster, source), entry="gemm_wgmma_tail", block=(256,), tile=(TAIL_TILE, TAIL_TILE),
         precision=precision, min_cc=(9, 0),
         options=_options(precision, stages, group_m, cluster, pingpong, store_buffers),
         arches=(ARCH,), name=f"wgmma-{precision}-tail",
@@ -170,9 +185,9 @@ class WgmmaLauncher:
     patterns in uint16, c (M, N) float32) with gemm_wgmma, or gemm_wgmma_tail where TMA cannot."""
 
     def __init__(self, precision: str, stages: int = STAGES, group_m: int = GROUP_M, cluster: int = CLUSTER,
-                 pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS):
+                 pingpong: bool = PINGPONG, store_buffers: int = STORE_BUFFERS, source: str | None = None):
         self.precision, self.stages, self.group_m, self.cluster = precision, stages, group_m, cluster
-        self.pingpong, self.store_buffers = pingpong, store_buffers
+        self.pingpong, self.store_buffers, self.source = pingpong, store_buffers, _source(cluster, source)
         self._smem = smem_bytes(stages, pingpong, store_buffers)
         self._loaded: dict[int, tuple[Any, Any, int]] = {}   # device -> (main, tail, clusters at once)
         self._maps: dict[tuple, TensorMap] = {}
@@ -194,7 +209,7 @@ class WgmmaLauncher:
                                    f"capability 9.0 only, and this GPU is {cc[:-1]}.{cc[-1]}")
             functions = []
             build = (self.precision, self.stages, self.group_m, self.cluster, self.pingpong, self.store_buffers)
-            for kernel in (main_kernel(*build), tail_kernel(*build)):
+            for kernel in (main_kernel(*build, source=self.source), tail_kernel(*build, source=self.source)):
                 compiled = compile_for_arch(kernel, ARCH)
                 path = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{kernel.entry}.cubin"
                 path.write_bytes(compiled.code)
@@ -301,5 +316,5 @@ def launch(precision: str, a: Any, b: Any, c: Any) -> None:
 
 
 __all__ = ["WgmmaLauncher", "TensorMap", "main_kernel", "tail_kernel", "smem_bytes", "launch",
-           "ARCH", "STAGES", "GROUP_M", "CLUSTER", "PINGPONG", "STORE_BUFFERS", "ONE_WAVE_BUILD", "tile_rows",
+           "ARCH", "SOURCE", "STAGES", "GROUP_M", "CLUSTER", "PINGPONG", "STORE_BUFFERS", "ONE_WAVE_BUILD", "tile_rows",
            "tma_ok", "one_wave"]

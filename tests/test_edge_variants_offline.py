@@ -1,9 +1,10 @@
 """The -DGEMM_NO_EDGE builds of the float4 rungs, and bench/edge_cost.py, with no GPU.
 
-bench/edge_cost.py times ``vectorized`` and ``warptile`` against the same
-source built with ``-DGEMM_NO_EDGE`` (no bounds checks, no scalar fallback).
-Here: those builds compile for sm_80 and sm_90 with no spills, really have no
-scalar global loads or stores left (the default builds do), and the tool's
+bench/edge_cost.py times ``vectorized`` and ``warptile`` against the bench's
+copies of their sources (bench/candidates/) built with ``-DGEMM_NO_EDGE`` (no
+bounds checks, no scalar fallback). Here: those copies build the rungs' own code
+without the option, the no-edge builds compile for sm_80 and sm_90 with no spills,
+really have no scalar global loads or stores left (the default builds do), and the tool's
 pure parts (variants, shape checks, slowdown) and its command line work.
 Compile tests are skipped, with the reason, only where NVRTC is not installed.
 """
@@ -73,6 +74,26 @@ def test_no_edge_build_has_no_scalar_fallback(edge: CudaKernel, no_edge: CudaKer
     assert branches[1] < branches[0] / 4, f"{no_edge.name}: {branches[1]} branches vs {branches[0]} by default"
 
 
+def _default_build_tokens(source: str) -> list[str]:
+    """The tokens of ``source`` as compiled without -DGEMM_NO_EDGE: comments dropped, the
+    ``#ifdef GEMM_NO_EDGE`` branches and the EDGE() wrapper left out, parentheses ignored (the
+    rung writes ``a && b`` where the copy has ``a && EDGE(b)``)."""
+    source = re.sub(r"//[^\n]*", "", source)
+    source = re.sub(r"#ifdef GEMM_NO_EDGE\n.*?#else\n(.*?)#endif\n", r"\1", source, flags=re.S)
+    source = source.replace("#define EDGE(test) (test)\n", "").replace("EDGE(", "(")
+    return [t for t in re.findall(r"\w+|[^\w\s]", source) if t not in "()"]
+
+
+@pytest.mark.parametrize(("edge", "no_edge"), PAIRS, ids=[edge.name for edge, _ in PAIRS])
+def test_bench_copy_is_the_rung_without_the_option(edge: CudaKernel, no_edge: CudaKernel) -> None:
+    """The bench's copy, read without -DGEMM_NO_EDGE, is the rung's source token for token: the
+    no-edge build measures the rung's edge handling, not a copy that drifted. (When the copies were
+    made, issue 49, the two compiled to byte-identical cubins for vectorized, and for warptile to
+    cubins whose SASS is the same, scale_tile's internal name carrying each file's name.)"""
+    assert _default_build_tokens(no_edge.source_path().read_text()) == \
+        _default_build_tokens(edge.source_path().read_text())
+
+
 # -- the tool's pure parts ----------------------------------------------------------
 
 def test_variants() -> None:
@@ -81,10 +102,12 @@ def test_variants() -> None:
         assert edge is reference_kernels.by_name(edge.name), "the default build is the ladder rung itself"
         assert no_edge.name == f"{edge.name}-no-edge" and no_edge is not edge
         assert tuple(no_edge.options) == (*edge.options, "-DGEMM_NO_EDGE")
-        assert no_edge.source_path() == edge.source_path() and no_edge.entry == edge.entry
+        assert no_edge.source_path() == ROOT / "bench" / "candidates" / f"{edge.name}.cu"
+        assert no_edge.entry == edge.entry
         assert tuple(no_edge.block) == tuple(edge.block) and tuple(no_edge.tile) == tuple(edge.tile)
         assert no_edge.signature == edge.signature
-        assert "#ifdef GEMM_NO_EDGE" in edge.source_path().read_text()
+        assert "#ifdef GEMM_NO_EDGE" in no_edge.source_path().read_text()
+        assert "#ifdef GEMM_NO_EDGE" not in edge.source_path().read_text(), "the rung ships its edge handling only"
     assert all(k.name not in {no_edge.name for _, no_edge in PAIRS} for k in reference_kernels.LADDER)
     with pytest.raises(ValueError, match="no -DGEMM_NO_EDGE build"):
         ec.variants(["tiled16"])

@@ -24,6 +24,11 @@ SOURCE = textwrap.dedent("""
     template <typename T> __global__ void mm_any(const T* A, const T* B, float* C, int M, int N, int K) {}
     #define ELEM float
     extern "C" __global__ void mm_macro(const ELEM* A, const ELEM* B, float* C, int M, int N, int K) {}
+    extern "C" __global__ void mm_built(const float* A, const float* B,
+    #if WITH_D
+                                        float* D,
+    #endif
+                                        float* C, int M, int N, int K) {}
 """)
 T6 = ("A", "B", "C", "M", "N", "K")
 T8 = T6 + ("alpha", "beta")
@@ -41,6 +46,7 @@ def test_the_prototype_is_found_with_its_template_and_parameters():
     ("mm_naive", T6, "fp32"), ("mm_naive", T6, "tf32"), ("mm_ab", T8, "fp32"), ("mm_half", T6, "fp16"),
     ("mm_bits", T6, "bf16"), ("mm_bits", T6, "fp16"), ("mm_t<16>", T6, "fp32"), ("mm_t<16, 32>", T6, "fp32"),
     ("mm_any<__half>", T6, "fp16"), ("mm_macro", T6, "fp16"), ("not_there", T6, "fp32"),
+    ("mm_built", T6, "fp32"),  # a parameter under #if: how many there are depends on the -D options
 ])
 def test_declarations_that_match_their_prototype_or_that_the_source_does_not_spell_out_pass(entry, tokens, precision):
     assert problems(SOURCE, "mm.cu", entry, tokens, precision) == []

@@ -10,6 +10,7 @@ sm_90a only, and are skipped with the reason on every other compute capability.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 from suite_helpers import compile_spill_free, nvrtc_missing
@@ -19,6 +20,13 @@ from pytest_gemm.model.contract import PyKernel, unsupported_reason
 from reference_kernels import wgmma
 
 pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm_nvrtc)
+
+#: The bench's copy of 12_wgmma.cu, which also builds clusters of two blocks (the rung does not).
+BENCH_SOURCE = str(Path(__file__).resolve().parent.parent / "bench" / "candidates" / "wgmma.cu")
+
+
+def _source(cluster: int) -> str | None:
+    return BENCH_SOURCE if cluster != 1 else None
 
 SMEM_PER_BLOCK_OPTIN = 227 * 1024  # sm_90
 BUILDS = [(precision, stages, cluster) for precision in ("fp16", "bf16") for stages in (3, wgmma.STAGES)
@@ -39,7 +47,7 @@ needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_m
 @pytest.mark.parametrize("which", ["main", "tail"])
 def test_compiles_for_sm90a_without_spills(precision: str, stages: int, cluster: int, which: str) -> None:
     make = wgmma.main_kernel if which == "main" else wgmma.tail_kernel
-    result, _ = compile_spill_free(make(precision, stages, wgmma.GROUP_M, cluster), "sm_90a")
+    result, _ = compile_spill_free(make(precision, stages, wgmma.GROUP_M, cluster, source=_source(cluster)), "sm_90a")
     res = result.resources
     assert res.spills == 0 and res.stack_frame == 0, f"{result.kernel_name}: {res}"
     if which == "main":
@@ -66,7 +74,8 @@ def _main_entry_ptx(kernel) -> str:
 def test_pingpong_builds_compile_for_sm90a_without_spills(precision: str, stages: int, cluster: int) -> None:
     from pytest_gemm.kernels.compiler import compile_for_arch
 
-    kernel = wgmma.main_kernel(precision, stages, wgmma.GROUP_M, cluster, pingpong=True, store_buffers=0)
+    kernel = wgmma.main_kernel(precision, stages, wgmma.GROUP_M, cluster, pingpong=True, store_buffers=0,
+                                source=_source(cluster))
     assert "-DWG_PINGPONG=1" in kernel.options
     assert kernel.shared_mem == wgmma.smem_bytes(stages, pingpong=True, store_buffers=0) <= SMEM_PER_BLOCK_OPTIN
     result = compile_for_arch(kernel, "sm_90a")
@@ -146,8 +155,8 @@ def test_the_rung_builds_are_the_measured_ones() -> None:
     ping-pong build with 5 stages, C stored from registers."""
     for rung, precision in zip(reference_kernels.HOPPER_RUNGS, ("fp16", "bf16")):
         common = (f"-DWG_BF16={int(precision == 'bf16')}",)
-        cooperative = common + ("-DWG_STAGES=4", "-DWG_GROUP_M=16", "-DWG_CLUSTER=1", "-DWG_STORE_BUFFERS=2")
-        pingpong = common + ("-DWG_STAGES=5", "-DWG_GROUP_M=16", "-DWG_CLUSTER=1", "-DWG_PINGPONG=1",
+        cooperative = common + ("-DWG_STAGES=4", "-DWG_GROUP_M=16", "-DWG_STORE_BUFFERS=2")
+        pingpong = common + ("-DWG_STAGES=5", "-DWG_GROUP_M=16", "-DWG_PINGPONG=1",
                              "-DWG_STORE_BUFFERS=0")
         assert [b.options for b in rung.builds] == [cooperative, cooperative, pingpong]
     assert wgmma.PINGPONG is False and wgmma.smem_bytes() == 4 * 48 * 1024 + 32 * 1024 + 64 + 1024
@@ -181,7 +190,9 @@ def test_pingpong_shapes() -> None:
     kernel = wgmma.main_kernel("fp16", 5, 16, 1, pingpong=True, store_buffers=0)
     assert kernel.grid(4096, 4096, 4096) == (64 * 16, 1, 1)
     assert kernel.grid(130, 264, 72) == (3 * 2, 1, 1)
-    assert wgmma.main_kernel("fp16", 5, 16, 2, pingpong=True).grid(130, 264, 72) == (2 * 2 * 2, 1, 1)
+    assert wgmma.main_kernel("fp16", 5, 16, 2, pingpong=True, source=BENCH_SOURCE).grid(130, 264, 72) == (2 * 2 * 2, 1, 1)
+    with pytest.raises(ValueError, match="builds no clusters"):
+        wgmma.main_kernel("fp16", 5, 16, 2)
 
 
 def test_wgmma_try_variant_names() -> None:
@@ -228,7 +239,7 @@ def test_ptx_has_the_hopper_instructions(precision: str) -> None:
 def test_cluster_build_multicasts_b() -> None:
     from pytest_gemm.kernels.compiler import compile_for_arch
 
-    kernel = wgmma.main_kernel("fp16", wgmma.STAGES, wgmma.GROUP_M, 2)
+    kernel = wgmma.main_kernel("fp16", wgmma.STAGES, wgmma.GROUP_M, 2, source=BENCH_SOURCE)
     ptx = compile_for_arch(kernel, "sm_90a", output="ptx").code.decode()
     assert ".reqnctapercluster 2, 1, 1" in ptx
     assert ptx.count("complete_tx::bytes.multicast::cluster") >= 1

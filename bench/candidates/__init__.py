@@ -23,6 +23,11 @@ rungs in ``reference_kernels/`` keep only their shipped build:
     ``cp.async`` ring ("cp", A as stored, read conflict-free through an odd
     row pitch).
 
+Three more sources here are copies of rungs that keep a build the rung does not ship:
+``vectorized.cu`` and ``warptile.cu`` (``-DGEMM_NO_EDGE``: no edge handling, for
+``bench/edge_cost.py``) and ``wgmma.cu`` (``-DWG_CLUSTER=2``: clusters multicasting B, for
+``bench/wgmma_try.py``).
+
 Every candidate handles any M, N, K >= 1 (ragged edges zero-filled, scalar
 fallbacks when K or N is not a multiple of the vector width or a pointer is
 misaligned). Importing this package never imports CuPy or touches CUDA.

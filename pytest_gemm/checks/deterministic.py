@@ -16,6 +16,14 @@ from typing import Any, Callable
 from .common import Harness, bits_equal, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
+from ..judges.history import judge_launches
+from ..judges.inputs import random_inputs
+from .history_replay import replay_fresh_history
+from ..judges.bounds import check_accuracy
+from ..judges.reference import abs_product
+from ..judges.bounds import fraction_within_bound
+from ..judges.inputs import GemmInexactError, exact_inputs
+from ..kernels.harness import keep_secret
 
 RUNS = 5
 SEED, NEW_SEED = 4, 7
@@ -25,9 +33,6 @@ def check_deterministic(h: Harness, shape: Shape, runs: int = RUNS,
                         record: Callable[[dict[str, Any]], None] = lambda facts: None) -> None:
     """Random (inexact) inputs so summation order shows: every launch bit-identical, and new
     values in the same buffers give a new result (judges/history.py judges the outputs)."""
-    from ..judges.history import judge_launches
-    from ..judges.inputs import random_inputs
-    from .history_replay import replay_fresh_history
 
     problem = random_inputs(*shape, precision=h.kernel.precision, distribution="uniform", seed=SEED)
     launch = run_kernel(h, problem)
@@ -62,8 +67,6 @@ def _accurate(h: Harness, got: Any, problem: Any) -> bool:
     import cupy
 
     got = cupy.asarray(got)
-    from ..judges.bounds import check_accuracy
-    from ..judges.reference import abs_product
 
     gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
     return check_accuracy(got, reference_f32(problem), gauge, problem.k, h.kernel.precision, xp=cupy).passed
@@ -76,8 +79,6 @@ def _computed(h: Harness, got: Any, problem: Any) -> bool:
     """Whether ``got`` is A@B at all: at least ``COMPUTED_FRACTION`` of its elements within the bound."""
     import cupy
 
-    from ..judges.bounds import fraction_within_bound
-    from ..judges.reference import abs_product
 
     gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
     return fraction_within_bound(cupy.asarray(got), reference_f32(problem), gauge, problem.k,
@@ -93,8 +94,6 @@ EARLIER_INPUTS = ((0, False, "the exact check's inputs"), (1, False, "the covera
 def earlier_result(h: Harness, shape: Shape, got: Any) -> str | None:
     """Whose inputs ``got`` is exactly A@B of, among the exact problems other checks use at this
     shape (the float32 rounding of their float64 reference, bit for bit), or None."""
-    from ..judges.inputs import GemmInexactError, exact_inputs
-    from ..kernels.harness import keep_secret
 
     for seed, with_c, whose in EARLIER_INPUTS:
         try:

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..model.contract import GemmKernel
 from . import registry
+import gc
 
 
 def run_check(kernel: GemmKernel, check: str, shape: list[int] | tuple[int, ...], params: dict[str, Any],
@@ -44,7 +45,6 @@ def release_memory() -> dict[str, int]:
         cupy.cuda.runtime.getDeviceCount()
     except Exception:  # noqa: BLE001 - CuPy imported where there is no GPU: nothing was allocated
         return {}
-    import gc
 
     gc.collect()  # arrays kept alive only by reference cycles (tracebacks, closures) go first
     pool = cupy.get_default_memory_pool()

@@ -7,11 +7,11 @@ from .common import Harness, run_kernel
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
+from ..judges.inputs import exact_inputs
 
 
 def check_guards(h: Harness, shape: Shape) -> None:
     """Nothing written outside C, and A and B left exactly as uploaded."""
-    from ..judges.inputs import exact_inputs
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=2)
     r = run_kernel(h, problem)

@@ -21,6 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import copy
+from ..judges.history import Replay, digest
+from .common import run_kernel, to_numpy
+from ..judges.history import Replay
+from ..judges.history import digest
+from ..judges.inputs import random_inputs
+from ..kernels.device import require_device
+from ..kernels.harness import harness_for
+from ..kernels.loader import load_spec
 
 DEADLINE = 12.0  # seconds for both replays together (start-up, compile, launches)
 REPLAYS = 2
@@ -29,7 +38,6 @@ REPLAYS = 2
 def with_fresh_history(h: Any) -> Any:
     """A copy of the harness ``h`` whose CUDA kernel is loaded again (a fresh call history), or
     None for a Python launcher (its state lives in its process)."""
-    import copy
 
     if h.loaded.compiled is None:
         return None
@@ -40,8 +48,6 @@ def with_fresh_history(h: Any) -> Any:
 
 def replay_fresh_history(h: Any, problem: Any, runs: int) -> Any:
     """``runs`` launches on ``problem``, twice, each time with a fresh call history."""
-    from ..judges.history import Replay, digest
-    from .common import run_kernel, to_numpy
 
     if h.loaded.compiled is None:
         return replay_in_fresh_processes(h.kernel, problem.shape, runs, problem.seed)
@@ -55,7 +61,6 @@ def replay_fresh_history(h: Any, problem: Any, runs: int) -> Any:
 
 
 def replay_in_fresh_processes(kernel: Any, shape: tuple[int, int, int], runs: int, seed: int) -> Any:
-    from ..judges.history import Replay
 
     origin = getattr(kernel, "origin_spec", None)
     if origin is None:
@@ -85,7 +90,6 @@ def replay_in_fresh_processes(kernel: Any, shape: tuple[int, int, int], runs: in
 def read_replays(reports: list[Path], runs: int) -> Any:
     """What the replay processes wrote: each its digests (``.json``, written last), the first
     also its outputs (``.<call>.npy``)."""
-    from ..judges.history import Replay
 
     try:
         digests = [json.loads(path.read_text())["digests"] for path in reports]
@@ -97,12 +101,6 @@ def read_replays(reports: list[Path], runs: int) -> Any:
 
 def main(argv: list[str]) -> int:
     spec, index, rootdir, m, n, k, runs, seed, out = argv
-    from ..judges.history import digest
-    from ..judges.inputs import random_inputs
-    from ..kernels.device import require_device
-    from ..kernels.harness import harness_for
-    from ..kernels.loader import load_spec
-    from .common import run_kernel, to_numpy
 
     if rootdir not in sys.path:
         sys.path.insert(0, rootdir)

@@ -7,6 +7,8 @@ from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import PyKernel
 from .common import Harness, run_kernel
+from ..judges.inputs import exact_inputs
+from ..kernels.stream_probe import run_held
 
 
 _LAUNCH_RESOURCE_SHAPE = (64, 64, 64)  # the shape the launch check runs; occupancy is reported there
@@ -15,7 +17,6 @@ _LAUNCH_RESOURCE_SHAPE = (64, 64, 64)  # the shape the launch check runs; occupa
 def check_launch(h: Harness, record: Callable[[dict[str, Any]], None],
                  shape: tuple[int, int, int] = _LAUNCH_RESOURCE_SHAPE) -> None:
     """Compiles and launches on this device; records registers, spills, shared memory, occupancy."""
-    from ..judges.inputs import exact_inputs
 
     problem = exact_inputs(*shape, precision=h.kernel.precision)
     run_kernel(h, problem)
@@ -46,7 +47,6 @@ STREAM_HINT = ("enqueue every launch on the current stream: CuPy kernels do by d
 
 def check_current_stream(h: Harness, problem: Any) -> None:
     """A Python launcher's work must go on the current stream (kernels/stream_probe.py)."""
-    from ..kernels.stream_probe import run_held
 
     a, b, c = h.upload(problem)
     message = run_held(h.device.arch, lambda: h.loaded(a.array, b.array, c.array, problem.m, problem.n, problem.k),

@@ -19,6 +19,8 @@ from ..judges.launches import call_escape, group, kernel_time_facts, summary_lin
 from ..measure import trace
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
+import sys
+from ..model.contract import PyKernel
 
 
 def trace_facts(tracer: trace.Tracer, python_launcher: bool) -> dict[str, Any]:
@@ -33,7 +35,6 @@ def trace_facts(tracer: trace.Tracer, python_launcher: bool) -> dict[str, Any]:
 @contextmanager
 def traced(kernel: Any, options: dict[str, Any], facts: dict[str, Any]) -> Iterator[trace.Tracer | None]:
     """Trace the check run inside; its facts get ``launches`` whether it passes or fails."""
-    from ..model.contract import PyKernel
 
     reason = trace.switched_off(options) or _not_asked(kernel, options)
     tracer: trace.Tracer | None = None
@@ -58,7 +59,6 @@ def traced(kernel: Any, options: dict[str, Any], facts: dict[str, Any]) -> Itera
 def _not_asked(kernel: Any, options: dict[str, Any]) -> str | None:
     """``--gemm-trace auto`` (the default) traces Python launchers, and every kernel under the
     course's own-kernel rule: a CUDA C kernel is launched by pytest-gemm itself, once a call."""
-    from ..model.contract import PyKernel
 
     if str(options.get("trace") or "auto") != "auto" or options.get("own_kernel") or isinstance(kernel, PyKernel):
         return None
@@ -67,7 +67,6 @@ def _not_asked(kernel: Any, options: dict[str, Any]) -> str | None:
 
 
 def _synchronize() -> None:
-    import sys
 
     cupy = sys.modules.get("cupy")
     if cupy is not None:

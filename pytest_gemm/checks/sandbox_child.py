@@ -35,6 +35,8 @@ from typing import Any, Callable, Iterator
 
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
+import sysconfig
+import threading
 
 STARTED = time.monotonic()  # when this module was imported: the child's interpreter is up
 DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"  # test hook: "module:function" the child runs checks with
@@ -224,7 +226,6 @@ def _die_with_parent() -> None:
 
 
 def _library_dirs() -> tuple[str, ...]:
-    import sysconfig
 
     paths = sysconfig.get_paths()
     return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
@@ -292,7 +293,6 @@ def child(read_fd: int, write_fd: int) -> None:
     reader = os.fdopen(read_fd, "r")
     writer = os.fdopen(write_fd, "w", buffering=1)
 
-    import threading
 
     from .warmup import watching
 

@@ -9,6 +9,13 @@ from typing import Any, Callable, Sequence
 
 from ..measure.sweep import SWEEP_SEED, sweep_entry, timing_order
 from ..model.shapes import Shape, shape_str
+from ..kernels.harness import harness_for
+from ..measure.cublas import CUBLAS
+from ..measure.gpu_lock import gpu_lock
+from ..measure.roofs import ceilings
+from ..measure.quiet import busy_marked
+from .cases import skip_reason
+from .speed import reject_tampering
 
 def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any]], None],
                 seed: int = SWEEP_SEED, budget_s: float = 0.5, measure_roofs: bool = True) -> None:
@@ -18,16 +25,9 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     import cupy
     import pytest
 
-    from ..kernels.harness import harness_for
-    from ..measure.cublas import CUBLAS
-    from ..measure.gpu_lock import gpu_lock
-    from ..measure.roofs import ceilings
-    from ..measure.quiet import busy_marked
     from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work,
                                  reject_impossible_timing, timed_run, warm_outside_lock)
-    from .cases import skip_reason
 
-    from .speed import reject_tampering
 
     precision = h.kernel.precision
     with gpu_lock(True, what="sweep") as hold:

@@ -33,6 +33,7 @@ from .processes import run_with_limit
 from .students import (DEFAULT_TIMEOUT, ERROR, GRADED, CommandBuilder, Runner, StudentResult, grade_one,
                        harness_failed, load_grading_config)
 from .submissions import Submission, build_command
+from ..kernels.gpus import visible_gpu_ids
 
 
 JOBS_PER_GPU = 12  # students sharing one GPU: their timed checks queue for it, one at a time
@@ -91,7 +92,6 @@ class GpuSlots:
 
 
 def _visible_gpus() -> list[str]:
-    from ..kernels.gpus import visible_gpu_ids
 
     return visible_gpu_ids()
 

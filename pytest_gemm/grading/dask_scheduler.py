@@ -43,6 +43,7 @@ from .classrun import GpuSlots, StudentGrading, class_env, cpu_cores, finish, th
 from .gradescope import failure_results
 from .students import CRASHED, StudentResult, harness_failed
 from .submissions import Submission
+import logging
 
 INSTALL = "pip install 'pytest-gemm[dask]'"
 RESOURCE = "GPU"            # the worker resource each student's task asks one of
@@ -78,7 +79,6 @@ def connect(address: str | None, jobs: int) -> Iterator[Any]:
         with client:
             yield client
         return
-    import logging
 
     local = distributed.LocalCluster(n_workers=1, threads_per_worker=jobs, processes=True, resources={RESOURCE: jobs},
                                      memory_limit=0, dashboard_address=None, silence_logs=logging.ERROR)

@@ -37,6 +37,8 @@ from .processes import RunOutcome, kill_tree, run_with_limit
 from .students import (CRASHED, DEFAULT_TIMEOUT, ERROR, GRADED, MISSING, TIMED_OUT, StudentResult, grade_one,
                        harness_failed, load_grading_config)
 from .submissions import Submission, build_command, find_submissions
+import os
+import subprocess
 
 __all__ = ["CRASHED", "DEFAULT_TIMEOUT", "ERROR", "GRADED", "MISSING", "TIMED_OUT", "GpuSlots", "RunOutcome",
            "StudentResult", "Submission", "build_command", "check_columns", "find_submissions", "grade_all",
@@ -122,8 +124,6 @@ def no_gpu_problem(env: dict[str, str] | None = None, timeout: float = 120.0) ->
     """Why the students' runs would find no usable GPU (probed in a child process with their
     environment, so this process never initialises CUDA), or None when there is one. With the
     sandbox's dispatch test hook set (``PYTEST_GEMM_DISPATCH``) the checks need no GPU: None."""
-    import os
-    import subprocess
 
     env = dict(os.environ if env is None else env)
     if env.get("PYTEST_GEMM_DISPATCH"):

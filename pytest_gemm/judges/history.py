@@ -26,6 +26,7 @@ import numpy as np
 from ..model.categories import NONDETERMINISTIC, STALE_OUTPUT, UNWRITTEN_OUTPUT, WRONG_VALUES
 from .region import describe_region
 from .sentinels import unwritten_mask
+from .diagnose import compare_runs
 
 _STATE = ("the output depends on the kernel's call history, not on its inputs: it keeps state between calls "
           "(a cache, a flag set on the first call, a counter in __device__ memory); a call must compute "
@@ -162,7 +163,6 @@ def judge_launches(outputs: Sequence[np.ndarray], before: np.ndarray, after: np.
     all). Launches that differ but none of which computed anything are garbage that changes, not a
     race: ``wrong_values`` (the checks that met it say what; its root cause is that C is never
     computed). None: deterministic and not stale."""
-    from .diagnose import compare_runs
 
     found = new_inputs_finding(before, after, before_right, earlier)
     if found is not None:

@@ -15,6 +15,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..model.contract import CudaKernel
+import struct
+from ..model.arches import unsupported_reason
+from ..model.arches import installed_arches, normalize, nvrtc_supported
+from ..model.arches import installed_arches
 
 
 class GemmCompileError(Exception):
@@ -212,7 +216,6 @@ def cubin_resources(cubin: bytes, symbol: str) -> tuple[int, int] | None:
     byte); the ``.nv.info`` section lists REGCOUNT and FRAME_SIZE per symbol.
     Spilled registers live in the stack frame, so a zero frame means no spills.
     """
-    import struct
 
     if len(cubin) < 64 or cubin[:4] != b"\x7fELF" or cubin[4] != 2:  # 64-bit ELF only
         return None
@@ -290,7 +293,6 @@ def compile_for_arch(kernel: CudaKernel, arch: str, *, output: str = "cubin") ->
     if key in _CACHE:
         return _CACHE[key]
     nvrtc = _nvrtc()
-    from ..model.arches import unsupported_reason
 
     unsupported = unsupported_reason(arch)
     if unsupported is not None:
@@ -346,7 +348,6 @@ def parse_arch_list(value: str) -> list[str]:
     """``--gemm-arch``: ``"sm_75,sm_80,sm_90a"`` or ``"75,80"`` -> ``["sm_75", "sm_80", ...]``;
     ``"all"``: every target the installed NVRTC supports. A bad item raises ValueError naming
     the option and the accepted values."""
-    from ..model.arches import installed_arches, normalize, nvrtc_supported
 
     valid = installed_arches()
     accepted = f"accepted ({nvrtc_supported()[1]}): all, {', '.join(valid)}"
@@ -376,7 +377,6 @@ def toolchain_problem() -> str | None:
     """None when NVRTC can compile here; else what is wrong and what to install. Compiles a
     one-line kernel, so a broken NVRTC (a library that does not load, headers of another CUDA
     major) is found as well as a missing one."""
-    from ..model.arches import installed_arches
 
     try:
         _nvrtc()

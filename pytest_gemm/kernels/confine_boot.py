@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from typing import Any
+from .confine import scratch_env
 
 
 def _mount_tmpfs(path: str, size: int) -> None:
@@ -43,7 +44,6 @@ def main(argv: list[str]) -> int:
     plan = json.loads(argv[0])
     cmd = argv[argv.index("--") + 1:]
     _mount_tmpfs(plan["scratch"], int(plan["scratch_bytes"]))
-    from .confine import scratch_env
 
     os.environ.update(scratch_env(plan["scratch"]))
     os.environ.update(plan.get("env") or {})  # the kernel's own compile caches (confine.compile_caches)

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..model.contract import CudaKernel, GemmKernel, GemmSpecError, PyKernel
+from ..model.declaration import grid_takes_device
+from .autotune import autotunes, tuning_allowance
+from . import confine
 
 DECLARE_TIMEOUT = 120.0  # seconds to start the child and import the submission's modules
 
@@ -61,7 +64,6 @@ def _cuda(k: CudaKernel) -> dict[str, Any]:
 
 
 def _takes_device(grid: Any) -> bool:
-    from ..model.declaration import grid_takes_device
 
     try:
         return bool(grid_takes_device(grid))
@@ -76,7 +78,6 @@ def describe(kernel: Any) -> dict[str, Any]:
         return {"kind": "bad", "name": kernel.name, "message": kernel.message, "origin_spec": origin}
     if isinstance(kernel, CudaKernel):
         return dict(_cuda(kernel), kind="cuda", origin_spec=origin)
-    from .autotune import autotunes, tuning_allowance
 
     return {"kind": "python", "name": str(kernel.name), "precision": kernel.precision, "min_cc": list(kernel.min_cc),
             "multiple_of": list(kernel.multiple_of), "deterministic": bool(kernel.deterministic),
@@ -172,7 +173,6 @@ def absolute_spec(spec: str, rootdir: Path) -> str:
 def read_in_child(spec: str, rootdir: Path, timeout: float = DECLARE_TIMEOUT) -> list[GemmKernel | BadDeclaration]:
     """The kernels of ``spec``, read by a confined child and rebuilt here; a spec that cannot be
     read at all (no module, an import that fails) raises GemmSpecError with the child's message."""
-    from . import confine
 
     read_fd, write_fd = os.pipe()
     cmd = [sys.executable, "-m", "pytest_gemm.kernels.declare_child", str(write_fd), str(rootdir), absolute_spec(spec, rootdir)]

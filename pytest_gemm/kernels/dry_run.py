@@ -21,6 +21,12 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, NoReturn
+from ..model.precision import get_precision
+from . import confine
+from .declared import absolute_spec, spec_folder
+from ..model import categories as cat
+from ..model.categories import GemmCheckFailure
+from .loader import load_spec
 
 #: Launchers that reach this far are fine so far: what follows needs a GPU.
 REACHED_DATA, REACHED_LIBRARY, RETURNED = "reached_data", "reached_library", "returned"
@@ -170,7 +176,6 @@ def _library_called(exc: BaseException, frames: list[tuple[str, int]], libraries
 
 def call(fn: Any, precision: str, shape: tuple[int, int, int], takes_alpha_beta: bool) -> DryResult:
     """Call ``fn`` with stand-ins for A (M x K), B (K x N) and C (M x N); classify the outcome."""
-    from ..model.precision import get_precision
 
     m, n, k = shape
     storage = get_precision(precision).storage_dtype
@@ -204,8 +209,6 @@ def in_child(spec: str, index: int, shape: tuple[int, int, int], rootdir: str,
     why = "--gemm-timeout" if timeout is not None else "the default; see --gemm-timeout"
     cmd = [sys.executable, "-m", "pytest_gemm.kernels.dry_run", spec, str(index), *map(str, shape)]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no GPU work in a dry run, even on a GPU machine
-    from . import confine
-    from .declared import absolute_spec, spec_folder
 
     folder = spec_folder(spec, Path(rootdir))
     if confine.active() != "none":  # it starts in the spec's folder
@@ -241,8 +244,6 @@ def check_offline(kernel: Any, rootdir: str, why: str, timeout: float | None = N
     for a hang); otherwise the check is skipped with ``why`` and how far it ran."""
     import pytest
 
-    from ..model import categories as cat
-    from ..model.categories import GemmCheckFailure
 
     spec, index = getattr(kernel, "origin_spec", (None, 0))
     if spec is None:
@@ -259,7 +260,6 @@ def check_offline(kernel: Any, rootdir: str, why: str, timeout: float | None = N
 
 def main(argv: list[str]) -> int:
     spec, index, m, n, k = argv[0], int(argv[1]), *map(int, argv[2:5])
-    from .loader import load_spec
 
     rootdir = Path.cwd()
     kernel = load_spec(spec, rootdir, each=True)[index]

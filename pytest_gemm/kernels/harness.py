@@ -19,6 +19,7 @@ from ..judges.inputs import GemmProblem
 from .launch import LoadedKernel, load
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
+from .compiler import GemmCompileError
 
 GUARD_BYTE = 0xFF  # all-ones: NaN in fp32, fp16 and bf16, so a read past the end shows too
 ALIGN = 256  # cudaMalloc alignment: keep every matrix start 256-byte aligned for float4 kernels
@@ -164,7 +165,6 @@ _HARNESSES: dict[tuple[int, int], "Harness"] = {}
 
 def harness_for(kernel: GemmKernel, device: GemmDevice) -> Harness:
     """One harness per kernel per process; a compile error fails with compile_error."""
-    from .compiler import GemmCompileError
 
     key = (id(kernel), device.index)
     if key not in _HARNESSES:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..model.contract import GemmKernel, GemmSpecError, is_kernel
 from .modules import looks_like_module, module_kernel
+from .declared import is_bad, read_in_child
 
 #: The folders pytest-gemm ships beside its own package: the ladder and the conformance suite.
 SHIPPED = ("reference_kernels", "conformance")
@@ -238,7 +239,6 @@ def load_specs(specs: list[str], rootdir: Path | None = None, in_child: bool = F
     whose declaration is wrong is a ``BadDeclaration`` (its tests fail, the others run), unless
     every kernel is: then there is nothing to test, and the first one's message ends the run.
     ``in_child``: the specs are imported by a confined child process, never by this one."""
-    from .declared import is_bad, read_in_child
 
     kernels: list[GemmKernel] = []
     seen: dict[str, int] = {}

@@ -2,20 +2,20 @@
 from __future__ import annotations
 
 from typing import Any, Sequence
+import importlib.resources
+import tempfile
+from pathlib import Path
+from .compiler import GemmToolchainError, compile_for_arch
+from ..model.contract import CudaKernel
 
 
 def package_function(arch: str, filename: str, entry: str, options: Sequence[str] = (),
                      block: tuple[int, ...] = (1,), package: str = "pytest_gemm.measure") -> Any:
     """``entry`` of the package's ``filename`` as a CuPy function for ``arch`` (e.g. ``sm_90``):
     NVRTC through compiler.py, else CuPy's own compiler (it has a device here)."""
-    import importlib.resources
-    import tempfile
-    from pathlib import Path
 
     import cupy
 
-    from .compiler import GemmToolchainError, compile_for_arch
-    from ..model.contract import CudaKernel
 
     source = importlib.resources.files(package).joinpath(filename)
     with importlib.resources.as_file(source) as path:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from ..kernels.device import describe
+from ..kernels.package_kernels import package_function
 
 START_WAIT_US = 200.0   # a cuBLAS call's host side takes tens of microseconds
 MAX_WAIT_US = 6400.0    # five doublings; past this, late calls are kept and counted
@@ -83,8 +85,6 @@ def _guard_for_current_device() -> tuple[Any, tuple[int, int]]:
     once per process and device (every timed run asks)."""
     import cupy
 
-    from ..kernels.device import describe
-    from ..kernels.package_kernels import package_function
 
     index = cupy.cuda.Device().id
     if index not in _GUARDS:

@@ -10,6 +10,9 @@ from typing import Any, Callable
 from .roofs import (CHAINS, FMA_TARGET_MS, FMA_THREADS, PRECISIONS, REPEATS, UNROLL, calibrated_iterations,
                     copy_bytes, copy_gb_s, fma_blocks, fma_flops, rate_tflops, roof_tflops, tensor_precisions,
                     tensor_size, memory_peak_gb_s)
+from ..kernels.package_kernels import package_function
+from .cublas import CUBLAS
+from .timing import gemm_flops, time_gpu
 
 _MEASURED: dict[tuple[int, str], dict[str, Any]] = {}
 PROBE_MS = 5.0      # one launch of the quiet probe
@@ -41,7 +44,6 @@ def _free_memory() -> None:
 
 def _fma_function(device: Any) -> Any:
     """``gemm_roof_fma`` compiled for this device."""
-    from ..kernels.package_kernels import package_function
 
     return package_function(device.arch, "roofs.cu", "gemm_roof_fma",
                             options=(f"-DCHAINS={CHAINS}", f"-DUNROLL={UNROLL}"), block=(FMA_THREADS,))
@@ -118,9 +120,7 @@ def _random_storage(precision: str, shape: tuple[int, int]) -> Any:
 
 def _measure_cublas(device: Any, precision: str) -> float:
     import cupy
-    from .cublas import CUBLAS
 
-    from .timing import gemm_flops, time_gpu
 
     size = tensor_size(device.total_memory)
     launcher = CUBLAS[precision].fn

@@ -18,6 +18,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Callable
+from .gpu_lock import gpu_key
 
 CACHE_ENV = "PYTEST_GEMM_MEASURE_CACHE"
 
@@ -42,7 +43,6 @@ def shared(device: Any, what: str, measure: Callable[[], dict[str, Any]],
     folder = directory if directory is not None else cache_dir()
     if folder is None:
         return measure()
-    from .gpu_lock import gpu_key
 
     path = folder / entry_name(device, what, gpu if gpu is not None else gpu_key())
     try:

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from ..judges.launches import CallWindow, Launch, launch_from_activity
+from dataclasses import replace
 
 TRACE_ENV = "PYTEST_GEMM_TRACE"  # "off" switches the launch trace off (as --gemm-trace off does)
 OFF_WORDS = ("off", "0", "no", "false")
@@ -195,7 +196,6 @@ def attribute(kernels: list[Launch], api: dict[int, int], calls: list[CallWindow
     """Each kernel launch with the index of the call in whose host window its launch API call
     started (matched by correlation id); a launch made outside every call keeps ``call=None``.
     Pure."""
-    from dataclasses import replace
 
     out = []
     for k in kernels:

@@ -161,7 +161,7 @@ def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...], pr
                 example = "a number such as 16" if want == "value" else "a type such as float"
                 out.append(f"entry {entry!r}: template argument {arg!r} is a {got}, but {where} declares "
                            f"{tparam!r} (a {want}): give {example}")
-    if any("..." in p for p in proto.params):
+    if any("..." in p or "#" in p for p in proto.params):  # variadic, or parameters that -D options pick
         return out
     if len(proto.params) != len(tokens):
         out.append(f"signature {','.join(tokens)!r} has {len(tokens)} tokens, but {where} takes "

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from .records import RunResults
+from .launch_view import launch_properties
+from .meta import short_form
 
 
 def verdict_properties(records: Any) -> list[tuple[str, str]]:
@@ -18,7 +20,6 @@ def verdict_properties(records: Any) -> list[tuple[str, str]]:
             props.append((f"gemm:{name}:primary_category", v.primary_category or "failed"))
             props.append((f"gemm:{name}:diagnosis", f"{v.primary_check}: {v.diagnosis}"))
             props += [(f"gemm:{name}:consequence", c) for c in v.consequences]
-    from .launch_view import launch_properties
 
     return props + launch_properties(records)  # gemm:<kernel>:launches, what it launched
 
@@ -38,7 +39,6 @@ def add_run_property(config: Any, meta: dict[str, Any] | None) -> None:
     """The run's meta block in short form (``outputs/meta.py``) as the ``gemm:run`` property."""
     from _pytest.junitxml import xml_key
 
-    from .meta import short_form
 
     xml = config.stash.get(xml_key, None)
     if xml is not None:

@@ -22,6 +22,8 @@ from typing import Any
 
 from ..measure.sweep import is_cublas, size_label
 from .sweep_table import sweep_series
+from .records import RunResults
+from .report import ranking_rows
 
 INSTALL_HINT = "pip install 'pytest-gemm[plot]'"
 COLORS = {"fp32": "#1f77b4", "tf32": "#9467bd", "fp16": "#ff7f0e", "bf16": "#2ca02c"}
@@ -49,8 +51,6 @@ def _base_name(label: str) -> str:
 def bar_data(records: Any) -> list[dict[str, Any]]:
     """The bars: every ranked kernel (``report.ranking_rows``) and, for each precision with no
     cuBLAS kernel ranked, a baseline from the speed checks' cuBLAS timings (median). Fastest first."""
-    from .records import RunResults
-    from .report import ranking_rows
 
     run = RunResults.build(records)
     ranked, _ = ranking_rows(run)
@@ -156,7 +156,6 @@ def _draw_empty() -> Any:
 def plot_ranking(records: Any, path: str | Path) -> str:
     """Draw the run's timings (``records.RunResults``, or records) into ``path`` (PNG, or any
     format matplotlib knows by the suffix); returns what was drawn, in words."""
-    from .records import RunResults
 
     require_matplotlib()
     records = RunResults.build(records)

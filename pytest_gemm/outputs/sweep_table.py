@@ -6,6 +6,7 @@ from typing import Any
 
 from ..measure.sweep import PRECISION_ORDER, by_size, flops_of, is_cublas, size_label
 from ..model.shapes import Shape
+from .records import RunResults
 
 def sweep_series(records: Any) -> tuple[list[Shape], list[dict[str, Any]]]:
     """(sizes smallest first, series) for the table and the plot.
@@ -14,7 +15,6 @@ def sweep_series(records: Any) -> tuple[list[Shape], list[dict[str, Any]]]:
     kernel whose sweep passed and which failed no correctness check, plus for each precision
     without a cuBLAS kernel among them a baseline series ("cuBLAS fp32 (baseline)"): the median
     of the cuBLAS timings measured beside each kernel."""
-    from .records import RunResults
 
     run = RunResults.build(records)
     failed = {name for name, result in run.kernels.items() if not result.trusted}  # not drawn

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from ..checks.registry import CHECKS
 from ..model import categories as cat
+import re
 
 # records.CheckRecord: not imported, since records imports this module to build each kernel's result
 CheckRecord = Any
@@ -143,7 +144,6 @@ def _representative(records: Sequence[CheckRecord]) -> CheckRecord:
     """The record whose diagnosis stands for the kernel: the one most of them share (numbers
     aside), first in suite order: one shape's accident (K = 1 makes "skips a K term" read as
     "every element is 0") does not speak for the rest."""
-    import re
 
     groups: dict[str, list[CheckRecord]] = {}
     for r in records:

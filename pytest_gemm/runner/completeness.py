@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from typing import Any, Iterable
+from ..outputs.records import as_records
+from ..outputs.records import RunResults
 
 #: Records of GPU checks skipped for lack of a GPU carry a message starting with this
 #: (``kernels.device.probe``); verdicts and reports can tell "compiled only" by it.
@@ -31,7 +33,6 @@ def gpu_checks_not_run(records: Iterable[Any]) -> str | None:
     """None when at least one GPU check ran (passed or failed) or none was collected; else
     why none ran: the skip reasons, most frequent first. ``records``: ``CheckRecord`` (or
     their JSON form)."""
-    from ..outputs.records import as_records
 
     gpu = [r for r in as_records(records) if is_gpu_check(r)]
     if not gpu or any(r.outcome in ("passed", "failed") for r in gpu):
@@ -50,7 +51,6 @@ def nothing_compiled(records: Iterable[Any]) -> str | None:
     """Compile-only mode: None when some compile check ran (passed or failed); else why none
     did (every one skipped: claims that exclude the architectures asked for, a Python launcher
     that declares no CUDA it builds), the skip messages most frequent first."""
-    from ..outputs.records import as_records
 
     compiles = [r for r in as_records(records) if r.check == "compile" and not r.ladder]
     if any(r.outcome in ("passed", "failed") for r in compiles):
@@ -65,7 +65,6 @@ def untested_kernels(records: Iterable[Any], names: Iterable[str] | None = None)
     launch check was skipped for want of a GPU (a Python launcher with no GPU: it has nothing to
     compile): nothing of it was tested. The reason is that launch check's: how far the launcher
     ran with stand-in arrays. ``names``: only these kernels (the Python launchers under test)."""
-    from ..outputs.records import RunResults
 
     lines = []
     wanted = None if names is None else set(names)

@@ -15,6 +15,7 @@ import pytest
 from ..model.contract import GemmKernel, GemmSpecError
 from ..model.shapes import parse_shape
 from .state import STATE, GemmState, is_xdist_worker
+import os
 
 #: The ini keys pytest-gemm reads; any of them set makes the plugin active.
 INI_KEYS = ("gemm_kernels", "gemm_weights", "gemm_visibility", "gemm_performance_threshold", "gemm_require_gpu")
@@ -170,7 +171,6 @@ def _refuse_to_grade_without_gpu(config: pytest.Config) -> None:
     """--gemm-gradescope with no usable GPU: exit 1 and write no results.json (as the gradebook
     refuses), so a broken grading machine never scores every student 0. With the sandbox's
     dispatch test hook set the checks need no GPU (as ``gradebook.no_gpu_problem``)."""
-    import os
 
     from ..checks.sandbox_child import DISPATCH_ENV
 

@@ -12,12 +12,12 @@ from typing import Any, Callable
 import pytest
 
 from .state import is_xdist_worker
+from ..kernels import confine
 
 
 def choose(config: pytest.Config, fail: Callable[[str], None]) -> str:
     """The level for this run, made active for the children this process starts; ``fail(reason)``
     (writes a Gradescope failure) is called before a refusal is raised as a UsageError."""
-    from ..kernels import confine
 
     asked = getattr(config.option, "gemm_confine", None)
     required = str(config.getini("gemm_require_confinement") or "").strip()
@@ -46,7 +46,6 @@ def choose(config: pytest.Config, fail: Callable[[str], None]) -> str:
 
 def note(st: Any, config: pytest.Config) -> None:
     """The terminal's line saying which confinement submitted code ran under."""
-    from ..kernels import confine
 
     if st.user_kernels and not is_xdist_worker(config) and (st.confinement != "none" or st.grading_run):
         st.notes.append(f"pytest-gemm: submitted code ran confined by {confine.describe(st.confinement)}")

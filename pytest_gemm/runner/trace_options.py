@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import re
+import os
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 
@@ -41,7 +43,6 @@ def add_options(parser: pytest.Parser) -> None:
 
 def trace_options(config: pytest.Config) -> dict[str, Any]:
     """The options a check's child reads (``trace``, ``own_kernel``, ``vendor_kernels``)."""
-    import re
 
     trace = config.getoption("gemm_trace", None) or str(config.getini("gemm_trace") or "").strip().lower() or "auto"
     if trace not in ("auto", "on", "off"):
@@ -63,7 +64,6 @@ def export_choice(config: pytest.Config) -> None:
     environment they inherit, so that CUPTI is not even started there (``measure.trace.prepare``
     runs at a process's start-up, before any check's options arrive): an untraced run, the one
     a timing is compared against, never loads the profiler."""
-    import os
 
     from ..measure.trace import TRACE_ENV
 
