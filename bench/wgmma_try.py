@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 #: The bench's copy of reference_kernels/12_wgmma.cu: the same kernel, and clusters (-DWG_CLUSTER),
 #: which the rung does not ship. Every variant builds from it.
-SOURCE = str(ROOT / "bench" / "candidates" / "wgmma.cu")
+SOURCE = str(ROOT / "bench" / "candidates" / "wgmma_clusters.cu")
 
 def parse_variant(variant: str) -> tuple[int, int, int, bool, int]:
     """``s4g16c2`` -> (stages 4, group 16, cluster 2, no ping-pong, C stored from registers); ``c``

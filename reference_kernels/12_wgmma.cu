@@ -73,7 +73,7 @@
 // TMA store above overlaps the *next* tile's wgmma, and there is none. A stage holds 64 rows of
 // A (8 KB) and the 256 columns of B (32 KB); five stages fit. The price: each 64 x 256 tile
 // reads all of B's 256 columns, so L2 -> SM traffic per flop is 5/3 of the shared tile's
-// (clusters of two blocks multicasting B bring it back: bench/candidates/wgmma.cu, -DWG_CLUSTER=2,
+// (clusters of two blocks multicasting B bring it back: bench/candidates/wgmma_clusters.cu, -DWG_CLUSTER=2,
 // measured no faster). Measured on the H200
 // (2026-12-02, against cuBLAS in the same process): 2048^3, one tile a block, 0.987 of cuBLAS
 // fp16 (0.943 with the shared tile and stores from registers); 4096^3 0.90-0.92 (0.976 with

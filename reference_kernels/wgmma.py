@@ -37,7 +37,7 @@ STAGES = 4                             # K slices in the ring (-DWG_STAGES)
 GROUP_M = 16                           # tile rows per group of the persistent walk (-DWG_GROUP_M)
 CLUSTER = 1                            # blocks per cluster sharing (multicasting) B tiles: 1 in the rung
 SOURCE = "12_wgmma.cu"                 # the rung's source: clusters of one block only; the bench's copy,
-                                       # bench/candidates/wgmma.cu, also builds clusters of 2 (-DWG_CLUSTER)
+                                       # bench/candidates/wgmma_clusters.cu, also builds clusters of 2 (-DWG_CLUSTER)
 PINGPONG = False                       # build variant: a 64 x 256 tile per consumer, turns (-DWG_PINGPONG)
 STORE_BUFFERS = 2                      # the epilogue: C through N shared 64 x 32 boxes a consumer and TMA
                                        # stores; 0: from registers, float2 stores (-DWG_STORE_BUFFERS)
@@ -86,7 +86,7 @@ def _source(cluster: int, source: str | None) -> str:
         return source
     if cluster != 1:
         raise ValueError(f"{SOURCE} builds no clusters (cluster={cluster}): pass source= the bench's copy, "
-                         "bench/candidates/wgmma.cu, which does")
+                         "bench/candidates/wgmma_clusters.cu, which does")
     return SOURCE
 
 

@@ -22,7 +22,7 @@ from reference_kernels import wgmma
 pytestmark = pytest.mark.gemm_nvrtc  # NVRTC compiles: CI's second step (-m gemm_nvrtc)
 
 #: The bench's copy of 12_wgmma.cu, which also builds clusters of two blocks (the rung does not).
-BENCH_SOURCE = str(Path(__file__).resolve().parent.parent / "bench" / "candidates" / "wgmma.cu")
+BENCH_SOURCE = str(Path(__file__).resolve().parent.parent / "bench" / "candidates" / "wgmma_clusters.cu")
 
 
 def _source(cluster: int) -> str | None:

@@ -25,7 +25,7 @@ rungs in ``reference_kernels/`` keep only their shipped build:
 
 Three more sources here are copies of rungs that keep a build the rung does not ship:
 ``vectorized.cu`` and ``warptile.cu`` (``-DGEMM_NO_EDGE``: no edge handling, for
-``bench/edge_cost.py``) and ``wgmma.cu`` (``-DWG_CLUSTER=2``: clusters multicasting B, for
+``bench/edge_cost.py``) and ``wgmma_clusters.cu`` (``-DWG_CLUSTER=2``: clusters multicasting B, for
 ``bench/wgmma_try.py``).
 
 Every candidate handles any M, N, K >= 1 (ragged edges zero-filled, scalar
