@@ -5,7 +5,8 @@ that wrote outside C fails whatever its values (``common.reject_writes_outside_c
 A wrong output records ``exact_error``: its K, its largest error in u|A||B| and whether the
 errors are the size of a lower precision's rounding with no recognised logic pattern; the
 verdict reads it to tell precision loss that starts at some K (half-precision partial sums on
-a deep-K path) from a logic error (outputs/records.py)."""
+a deep-K path) from a logic error (outputs/records.py). An output that is exactly the 3xTF32
+result (judges/patterns.py) records ``emulated_fp32``, which the verdict reads the same way."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -31,6 +32,8 @@ def check_exact(h: Harness, shape: Shape, seed: int = 0,
     except GemmCheckFailure as exc:
         if exc.category == cat.WRONG_VALUES:
             record({"exact_error": _error_size(h, result.c, ref64, problem, bool(getattr(exc, "pattern", False)))})
+        elif getattr(exc, "emulation", None):  # the output is exactly an fp32 emulation's (3xTF32)
+            record({"emulated_fp32": exc.emulation})
         raise
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .patterns import nan_note, rounded_inputs, value_pattern
+from .patterns import nan_note, rounded_inputs, three_tf32_output, value_pattern
 from .region import describe_region, pct
 from .sentinels import FILL_BITS, POISON_BITS, SENTINELS, fill, fmt_value, poison, unwritten_mask  # noqa: F401
 from ..model.categories import NONDETERMINISTIC, PRECISION_TOO_LOW, UNWRITTEN_OUTPUT, WRONG_VALUES, GemmCheckFailure
@@ -38,10 +38,12 @@ class Diagnosis:
     count: int = 0                                # elements wrong
     first: tuple[int, int, float, float] | None = None  # (row, col, got, want) of the first, row-major
     pattern: bool = False                         # a whole-result mistake was recognised (value_pattern)
+    emulation: str | None = None                  # "3xTF32": the output is exactly that fp32 emulation's result
 
     def failure(self) -> GemmCheckFailure:
         exc = GemmCheckFailure(self.category, self.summary, self.details)
         exc.pattern = self.pattern  # type: ignore[attr-defined]  # read by the exact check's facts
+        exc.emulation = self.emulation  # type: ignore[attr-defined]
         return exc
 
 
@@ -86,6 +88,7 @@ def _analyse(g: np.ndarray, w: np.ndarray, bad: np.ndarray, tile: tuple[int, int
     unwritten = unwritten_mask(g)
     written = ~unwritten
     recognised = False
+    emulation = None
     count = int(bad.sum())
     first = _first(bad, g, w)
     r, c, gv, wv = first
@@ -108,6 +111,9 @@ def _analyse(g: np.ndarray, w: np.ndarray, bad: np.ndarray, tile: tuple[int, int
     elif (rounded := rounded_inputs(g, w, written, a64, b64)) is not None:
         category = PRECISION_TOO_LOW
         summary, details = rounded
+    elif (split := three_tf32_output(g, w, written, a64, b64)) is not None:
+        category, emulation = PRECISION_TOO_LOW, "3xTF32"
+        summary, details = split
     else:
         category = WRONG_VALUES
         pattern = value_pattern(g, w, bad, written, a64, b64)
@@ -122,7 +128,7 @@ def _analyse(g: np.ndarray, w: np.ndarray, bad: np.ndarray, tile: tuple[int, int
     note = nan_note(g, written, w)
     if note:
         details.append(note)
-    return Diagnosis(category, summary, head + details, count, first, recognised)
+    return Diagnosis(category, summary, head + details, count, first, recognised, emulation)
 
 
 def assert_bit_identical(got: Any, want: Any, *, tile: tuple[int, int] | None = None, a64: Any = None,

@@ -141,6 +141,65 @@ def rounded_inputs(got: np.ndarray, want: np.ndarray, written: np.ndarray,
     return None
 
 
+# 3xTF32, the fp32 emulation of CUTLASS's fast fp32 tensor-core GEMMs (arch::OpMultiplyAddFastF32):
+# each float32 x is split into big = tf32(x) and small = tf32(x - big), and A@B is summed, in the fp32
+# accumulator, as small(A)@big(B) + big(A)@small(B) + big(A)@big(B); small x small is dropped.
+# CUTLASS (include/cutlass/gemm/warp/mma_tensor_op_fast_f32.h, MmaTensorOpFastF32::MmaFastF32 and
+# include/cutlass/numeric_conversion.h, NumericConverterFastF32) rounds big toward zero (the bits
+# & 0xffffe000) and small with round_half_ulp_truncate (half an ulp added, then truncated); a
+# hand-written split rounds big to nearest (cvt.rna.tf32.f32, or ties to even), so all three are
+# modelled. On exact inputs (integers up to 2**12, at most 12 significant bits) big and small are
+# exact and every product and partial sum is an integer below 2**24, so any accumulation order
+# gives these bits; only small(A)*small(B) is missing, nonzero where both inputs need a 12th bit.
+SPLITS = {"toward zero": lambda x: _truncate_mantissa(x, 10),  # CUTLASS's
+          "nearest, ties away": lambda x: _round_mantissa_away(x, 10),  # cvt.rna.tf32.f32
+          "nearest, ties to even": lambda x: _round_mantissa(x, 10)}
+# What the exact check can tell apart: on integer inputs every inexact value is a tie (one bit
+# dropped), and toward zero and ties away give small parts of opposite signs, so the same products.
+_JUDGED_SPLITS = (("big rounded toward zero (as CUTLASS does) or to nearest with ties away from zero "
+                   "(cvt.rna.tf32.f32), which drop the same products on these inputs", "toward zero"),
+                  ("big rounded to nearest, ties to even", "nearest, ties to even"))
+
+
+def split_tf32(x: np.ndarray, big: str = "toward zero") -> tuple[np.ndarray, np.ndarray]:
+    """(big, small) of float32 values as float64: big = tf32(x) rounded as ``big`` says (a key of
+    ``SPLITS``; CUTLASS's is toward zero), small = tf32(x - big) rounded half away from zero, as
+    CUTLASS's ``NumericConverterFastF32`` does (x - big is exact in float32)."""
+    big = SPLITS[big](x)
+    rest = (np.asarray(x, dtype=np.float32).astype(np.float64) - big).astype(np.float32)
+    return big, _round_mantissa_away(rest, 10)
+
+
+def three_tf32(a: np.ndarray, b: np.ndarray, big: str = "toward zero") -> np.ndarray:
+    """A@B as 3xTF32 computes it: small(A)@big(B) + big(A)@small(B) + big(A)@big(B), in float64
+    (exact wherever the three products and their sums are, as on the exact inputs)."""
+    a_big, a_small = split_tf32(a, big)
+    b_big, b_small = split_tf32(b, big)
+    return a_small @ b_big + a_big @ b_small + a_big @ b_big
+
+
+THREE_TF32 = ("the result is exactly A@B computed as 3xTF32 (each input split into two TF32 parts, big and small, "
+              "and the small x small product dropped, as CUTLASS's fast fp32 tensor-core GEMMs do): an fp32-accurate "
+              "emulation, but not IEEE fp32 products, which exact integer inputs need")
+
+
+def three_tf32_output(got: np.ndarray, want: np.ndarray, written: np.ndarray,
+                      a64: np.ndarray | None, b64: np.ndarray | None) -> tuple[str, list[str]] | None:
+    """The output is exactly the 3xTF32 result (``three_tf32``, with any of the splits of big): the
+    kernel multiplies by a documented fp32 emulation, not by fp32 FMA (a logic error does not do this)."""
+    if a64 is None or b64 is None or not written.all() or got.size * a64.shape[1] > INPUT_CHECK_LIMIT:
+        return None
+    for name, big in _JUDGED_SPLITS:
+        with np.errstate(over="ignore", invalid="ignore"):
+            cand = three_tf32(a64, b64, big)
+        if np.isfinite(cand).all() and not _matches(want, cand, written) and _matches(got, cand, written):
+            return THREE_TF32, [f"the split: {name}; small = x - big, to TF32",
+                                "for precision=\"fp32\", multiply with fp32 FMA (in CUTLASS: OpMultiplyAdd, not "
+                                "OpMultiplyAddFastF32); or declare precision=\"tf32\", whose checks allow TF32-rounded "
+                                "inputs (3xTF32 passes them with room to spare) and which is timed against cuBLAS TF32"]
+    return None
+
+
 def _scaled(got: np.ndarray, want: np.ndarray, written: np.ndarray) -> tuple[str, list[str]] | None:
     g = got[written].astype(np.float64)
     w = want[written].astype(np.float64)

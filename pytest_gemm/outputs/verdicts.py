@@ -110,6 +110,16 @@ def _precision_onset(checks: Sequence[CheckRecord]) -> tuple[int, int] | None:
     return onset, max(_k(r) for r in checks if r.check in _CORRECTNESS and r.passed and _k(r) < onset)
 
 
+def _emulated_fp32(checks: Sequence[CheckRecord]) -> bool:
+    """An fp32 emulation on tensor cores (3xTF32): every wrong value of a correctness check is an
+    exact output that is exactly the emulation's result (fact ``emulated_fp32``, checks/exact.py),
+    and an accuracy check passed: fp32-accurate arithmetic that is not IEEE fp32 products."""
+    wrong = [r for r in checks if r.failed and r.check in _CORRECTNESS
+             and r.category in (cat.WRONG_VALUES, cat.PRECISION_TOO_LOW)]
+    return bool(wrong) and all(r.check == "exact" and r.category == cat.PRECISION_TOO_LOW and r.facts.get("emulated_fp32")
+                               for r in wrong) and any(r.check == "accuracy" and r.passed for r in checks)
+
+
 def _history(failed: Sequence[CheckRecord]) -> list[CheckRecord]:
     """Failures whose evidence is that the output follows the call history (checks/deterministic.py:
     a replay with a fresh history, or a stale result for new inputs), not chance."""
@@ -124,7 +134,7 @@ def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> st
         # the launcher's work is not on the caller's stream: not ordered after the harness's
         # uploads nor before its reads, so every other check's evidence is unreliable
         return cat.TIMING_ESCAPE
-    precision = _precision_evidence(checks) or _precision_onset(checks) is not None
+    precision = _precision_evidence(checks) or _precision_onset(checks) is not None or _emulated_fp32(checks)
     history = _history(failed)
     for category in ROOT_CAUSE_ORDER:
         if category == cat.NONDETERMINISTIC and history:
@@ -185,7 +195,8 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
     """The verdict of one kernel's checks.
 
     - failed: some check failed. The primary category is the most fundamental category among
-      the failures (``ROOT_CAUSE_ORDER``; precision_too_low only with ``_precision_evidence``),
+      the failures (``ROOT_CAUSE_ORDER``; precision_too_low only with ``_precision_evidence``,
+      ``_precision_onset`` or ``_emulated_fp32``),
       its diagnosis the one most of its records share (``_representative``); every other failure
       is listed as a consequence, not as a finding of its own.
     - passed: nothing failed and a GPU check (beyond compile and launch) passed.
