@@ -139,7 +139,7 @@ def test_the_3xtf32_rule_needs_its_fact_a_passing_accuracy_check_and_nothing_els
     emulated = _rec("exact", "failed", cat.PRECISION_TOO_LOW, emulated_fp32="3xTF32")
     accuracy = _rec("accuracy", shape=(256, 256, 16))
     assert kernel_verdict([emulated, accuracy]).primary_category == cat.PRECISION_TOO_LOW
-    # no accuracy evidence: "fp32-accurate" is not shown, as before
+    # no accuracy evidence: accuracy to about fp32 is not shown, as before
     assert kernel_verdict([emulated]).primary_category == cat.WRONG_VALUES
     # rounded inputs (no emulated_fp32 fact) still need accuracy failures at two K (rule 11)
     rounded = _rec("exact", "failed", cat.PRECISION_TOO_LOW)
@@ -151,3 +151,24 @@ def test_the_3xtf32_rule_needs_its_fact_a_passing_accuracy_check_and_nothing_els
     # a more fundamental failure stays the root cause
     assert kernel_verdict([emulated, accuracy, _rec("coverage", "failed", cat.UNWRITTEN_OUTPUT)]
                           ).primary_category == cat.UNWRITTEN_OUTPUT
+
+
+@pytest.mark.gemm_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_the_gpu_kernel_compiles_to_three_tf32_mmas(arch):
+    """tests/verdicts/three_tf32.cu (tests/test_verdicts_gpu.py runs it): WMMA TF32 on sm_80 and
+    sm_90, three MMAs per K step (small x small is not computed), small rounded by cvt.rna."""
+    from pathlib import Path
+
+    from suite_helpers import compile_fresh, load_declarations, nvrtc_missing
+
+    if nvrtc_missing() is not None:
+        pytest.skip(str(nvrtc_missing()))
+    from pytest_gemm.kernels.compiler import compile_for_arch
+
+    kernels = load_declarations(Path(__file__).resolve().parent / "verdicts" / "kernels.py", "gemm_verdict_kernels")
+    assert compile_fresh(kernels.three_tf32, arch).resources.spills == 0
+    code = compile_for_arch(kernels.three_tf32, arch, output="ptx").code
+    ptx = code.decode() if isinstance(code, bytes) else str(code)
+    assert ptx.count("wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32") == 3
+    assert "cvt.rna.tf32.f32" in ptx

@@ -179,8 +179,8 @@ def three_tf32(a: np.ndarray, b: np.ndarray, big: str = "toward zero") -> np.nda
 
 
 THREE_TF32 = ("the result is exactly A@B computed as 3xTF32 (each input split into two TF32 parts, big and small, "
-              "and the small x small product dropped, as CUTLASS's fast fp32 tensor-core GEMMs do): an fp32-accurate "
-              "emulation, but not IEEE fp32 products, which exact integer inputs need")
+              "and the small x small product dropped, as CUTLASS's fast fp32 tensor-core GEMMs do): products accurate to "
+              "about fp32's rounding, but not IEEE fp32 products, which exact integer inputs need")
 
 
 def three_tf32_output(got: np.ndarray, want: np.ndarray, written: np.ndarray,

@@ -113,7 +113,7 @@ def _precision_onset(checks: Sequence[CheckRecord]) -> tuple[int, int] | None:
 def _emulated_fp32(checks: Sequence[CheckRecord]) -> bool:
     """An fp32 emulation on tensor cores (3xTF32): every wrong value of a correctness check is an
     exact output that is exactly the emulation's result (fact ``emulated_fp32``, checks/exact.py),
-    and an accuracy check passed: fp32-accurate arithmetic that is not IEEE fp32 products."""
+    and an accuracy check passed: products accurate to about fp32, but not IEEE fp32 products."""
     wrong = [r for r in checks if r.failed and r.check in _CORRECTNESS
              and r.category in (cat.WRONG_VALUES, cat.PRECISION_TOO_LOW)]
     return bool(wrong) and all(r.check == "exact" and r.category == cat.PRECISION_TOO_LOW and r.facts.get("emulated_fp32")

@@ -87,6 +87,10 @@ deep_k_bf16 = CudaKernel(source="deep_k_half_sums.cu", entry="mm_deep_k_half_sum
 # Inputs rounded to TF32 with ties away from zero (cvt.rna.tf32.f32), declared fp32: precision_too_low.
 tf32_rna_inside_fp32 = CudaKernel(source="rna_inputs.cu", entry="mm_rna_inputs", block=(16, 16), tile=(16, 16),
                                   name="tf32_rna_inside_fp32")
+# fp32 computed as 3xTF32 on tensor cores (CUTLASS's fast fp32 split, small x small dropped), declared fp32:
+# products accurate to about fp32, but the exact outputs at K = 1 are the 3xTF32 result, not IEEE products: precision_too_low.
+three_tf32 = CudaKernel(source="three_tf32.cu", entry="mm_three_tf32", block=(32,), tile=(16, 16), min_cc=(8, 0),
+                        name="three_tf32")
 
 # -- call history, not a race ----------------------------------------------------------------------
 # Every second launch leaves the last row unwritten (a launch counter in __device__ memory).
@@ -291,6 +295,7 @@ EXPECTED: dict[str, tuple[str, str | tuple[str, ...] | None]] = {
     "deep_k_fp16": ("failed", "precision_too_low"),
     "deep_k_bf16": ("failed", "precision_too_low"),
     "tf32_rna_inside_fp32": ("failed", "precision_too_low"),
+    "three_tf32": ("failed", "precision_too_low"),
     "counter_skips_last_row": ("failed", "unwritten_output"),
     "persistent_tiles": ("passed", None),
     "persistent_no_reset": ("failed", "unwritten_output"),
