@@ -9,13 +9,11 @@ from typing import Any, Callable, Sequence
 
 from ..measure.sweep import SWEEP_SEED, sweep_entry, timing_order
 from ..model.shapes import Shape, shape_str
-from ..kernels.harness import harness_for
 from ..measure.cublas import CUBLAS
 from ..measure.gpu_lock import gpu_lock
-from ..measure.roofs import ceilings
 from ..measure.quiet import busy_marked
-from .cases import skip_reason
 from .speed import reject_tampering
+
 
 def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any]], None],
                 seed: int = SWEEP_SEED, budget_s: float = 0.5, measure_roofs: bool = True) -> None:
@@ -25,9 +23,11 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     import cupy
     import pytest
 
-    from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work,
-                                 reject_impossible_timing, timed_run, warm_outside_lock)
-
+    from ..kernels.harness import harness_for  # lazy: a test replaces harness_for on its module
+    from ..measure.roofs import ceilings  # lazy: a test replaces ceilings on its module
+    from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work,  # lazy: tests replace
+                                 reject_impossible_timing, timed_run, warm_outside_lock)  # these on their module
+    from .cases import skip_reason  # lazy: a test replaces skip_reason on its module
 
     precision = h.kernel.precision
     with gpu_lock(True, what="sweep") as hold:
