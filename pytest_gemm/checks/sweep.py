@@ -22,9 +22,10 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     """Time ``h``'s kernel and cuBLAS at its precision at every size, in ``timing_order``;
     record ``sweep`` (entries in measurement order), ``sweep_order``, ``sweep_seed``,
     ``sweep_skipped`` and ``roofs``. Raises GemmCheckFailure like the speed check."""
-    import cupy
-    import pytest
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
+    import pytest  # lazy: pytest stays out of the sandbox child
 
+    # lazy: a test replaces problems_for, gpu_quiet, ... on its module
     from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work,
                                  reject_impossible_timing, timed_run, warm_outside_lock)
 

@@ -39,6 +39,8 @@ from .students import (CRASHED, DEFAULT_TIMEOUT, ERROR, GRADED, MISSING, TIMED_O
 from .submissions import Submission, build_command, find_submissions
 import os
 import subprocess
+from ..kernels.gpus import visible_gpu_ids
+from .dask_scheduler import DaskProblem, grade_class
 
 __all__ = ["CRASHED", "DEFAULT_TIMEOUT", "ERROR", "GRADED", "MISSING", "TIMED_OUT", "GpuSlots", "RunOutcome",
            "StudentResult", "Submission", "build_command", "check_columns", "find_submissions", "grade_all",
@@ -188,8 +190,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if args.jobs is None:
-        from ..kernels.gpus import visible_gpu_ids
-
         jobs = default_jobs(len(visible_gpu_ids()), cpu_cores())
     else:
         jobs = args.jobs
@@ -203,8 +203,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = [*extra, "--gemm-allow-no-gpu"] if args.allow_no_gpu else extra  # each run refuses otherwise
     log_dir = Path(args.logs).resolve() if args.logs else None
     if args.scheduler == "dask":
-        from .dask_scheduler import DaskProblem, grade_class
-
         grading = StudentGrading.of_class(attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
                                           ini=ini, extra_args=extra, log_dir=log_dir)
         try:
