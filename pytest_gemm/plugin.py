@@ -19,6 +19,8 @@ from .runner.fixtures import (  # noqa: F401  (fixtures are found by name on the
     gemm_reference,
     gemm_timer,
 )
+from .runner import hooks
+from .runner.trace_options import add_options
 
 MARKERS = (
     "gemm_gpu: the test needs a usable GPU; skipped with the reason when there is none",
@@ -31,8 +33,6 @@ MARKERS = (
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from .runner import hooks
-
     pluginmanager.add_hookspecs(hooks)
 
 
@@ -120,7 +120,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                        "since each student's timing holds the GPU alone")
     parser.addini("gemm_performance_threshold", default="",
                   help="--gemm-gradescope: the fraction of cuBLAS that earns full speed credit (linear below), e.g. 0.3")
-    from .runner.trace_options import add_options
 
     add_options(parser)  # --gemm-trace, --gemm-own-kernel (the launch trace)
 
@@ -141,7 +140,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     (a gemm option or ini key); other suites keep xdist's own choice."""
     if not configure.is_active(config):
         return None
-    from .kernels.gpus import visible_gpu_ids
+    from .kernels.gpus import visible_gpu_ids  # lazy: keeps kernels.gpus out of the plugin's load
 
     count = len(visible_gpu_ids())
     return count if count > 1 else None

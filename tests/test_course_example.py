@@ -17,19 +17,11 @@ from pathlib import Path
 import pytest
 from suite_helpers import nvrtc_missing
 
-from pytest_gemm.grading import gradebook
-from pytest_gemm.grading.gradebook import (
-    CRASHED,
-    ERROR,
-    GRADED,
-    MISSING,
-    TIMED_OUT,
-    Submission,
-    build_command,
-    find_submissions,
-    grade_all,
-    main,
-)
+from pytest_gemm.grading.gradebook_files import check_columns, write_csv, write_json
+from pytest_gemm.grading.students import CRASHED, ERROR, GRADED, MISSING, TIMED_OUT, StudentResult
+from pytest_gemm.grading.submissions import Submission, build_command, find_submissions
+from pytest_gemm.grading.classrun import grade_all
+from pytest_gemm.grading.gradebook import main
 
 REPO = Path(__file__).resolve().parent.parent
 COURSE = REPO / "examples" / "course"
@@ -247,16 +239,16 @@ def test_a_hung_student_is_killed_after_the_limit_and_the_next_student_is_still_
 
 
 def test_the_gradebook_files(tmp_path):
-    rows = [gradebook.StudentResult("alice", GRADED, 87.5, 100, "", {"exact": 40, "speed": 7.5}, 8.1, 0.16),
-            gradebook.StudentResult("carol", TIMED_OUT, 0, 100, "timed out, after 900 s")]
-    columns = gradebook.check_columns(rows)
+    rows = [StudentResult("alice", GRADED, 87.5, 100, "", {"exact": 40, "speed": 7.5}, 8.1, 0.16),
+            StudentResult("carol", TIMED_OUT, 0, 100, "timed out, after 900 s")]
+    columns = check_columns(rows)
     assert columns == ["exact", "speed"]
-    gradebook.write_csv(tmp_path / "g.csv", rows, columns)
+    write_csv(tmp_path / "g.csv", rows, columns)
     got = list(csv.DictReader((tmp_path / "g.csv").open()))
     assert got[0] == {"student": "alice", "score": "87.5", "max_score": "100", "exact": "40", "speed": "7.5",
                       "tflops": "8.1", "fraction_of_cublas": "0.16", "status": "graded", "reason": ""}
     assert got[1]["status"] == "timed out" and got[1]["exact"] == "" and got[1]["reason"] == "timed out, after 900 s"
-    gradebook.write_json(tmp_path / "g.json", rows, {"attr": "kernel"})
+    write_json(tmp_path / "g.json", rows, {"attr": "kernel"})
     body = json.loads((tmp_path / "g.json").read_text())
     assert body["attr"] == "kernel" and [s["student"] for s in body["students"]] == ["alice", "carol"]
 

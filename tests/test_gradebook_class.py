@@ -17,7 +17,9 @@ import pytest
 
 import fakegpu
 from pytest_gemm.grading.classrun import GpuSlots
-from pytest_gemm.grading.gradebook import ERROR, GRADED, TIMED_OUT, Submission, grade_all
+from pytest_gemm.grading.students import ERROR, GRADED, TIMED_OUT
+from pytest_gemm.grading.submissions import Submission
+from pytest_gemm.grading.classrun import grade_all
 from pytest_gemm.grading.processes import RunOutcome
 from pytest_gemm.model import categories as cat
 

@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from pytest_gemm.grading.classrun import StudentGrading
-from pytest_gemm.grading.gradebook import CRASHED, GRADED, MISSING, RunOutcome, Submission
+from pytest_gemm.grading.students import CRASHED, GRADED, MISSING
+from pytest_gemm.grading.processes import RunOutcome
+from pytest_gemm.grading.submissions import Submission
 from pytest_gemm.model.categories import HARNESS_OUT_OF_MEMORY
 
 COURSE = Path(__file__).resolve().parent.parent / "examples" / "course"

@@ -64,7 +64,7 @@ def check_deterministic(h: Harness, shape: Shape, runs: int = RUNS,
 def _accurate(h: Harness, got: Any, problem: Any) -> bool:
     """Within the accuracy bound of the kernel's precision (judges/bounds.py); ``got`` on the
     device or the host."""
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     got = cupy.asarray(got)
 
@@ -77,7 +77,7 @@ COMPUTED_FRACTION = 0.01  # fewer elements than this within the bound in every l
 
 def _computed(h: Harness, got: Any, problem: Any) -> bool:
     """Whether ``got`` is A@B at all: at least ``COMPUTED_FRACTION`` of its elements within the bound."""
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
 
     gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)

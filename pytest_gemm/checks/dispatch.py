@@ -9,19 +9,19 @@ from typing import Any
 from ..model.contract import GemmKernel
 from . import registry
 import gc
+from ..kernels.device import require_device
+from .launch_trace import reject_vendor_kernels, traced
 
 
 def run_check(kernel: GemmKernel, check: str, shape: list[int] | tuple[int, ...], params: dict[str, Any],
               options: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     """Execute ``check`` (a registry name); raise GemmCheckFailure (or pytest's Skipped) as the
     check does. What the check records goes into ``facts``, which survives a failure."""
-    from ..kernels.device import require_device
-    from ..kernels.harness import harness_for, scrub_secrets
+    from ..kernels.harness import harness_for, scrub_secrets  # lazy: a test replaces harness_for on its module
 
     spec = registry.get(check)
     if not spec.gpu:
         raise ValueError(f"check {check!r} runs without a GPU, in its own conformance test")
-    from .launch_trace import reject_vendor_kernels, traced
 
     h = harness_for(kernel, require_device())
     try:

@@ -37,6 +37,16 @@ from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 import sysconfig
 import threading
+import ctypes
+
+from ..kernels.autotune import enable_result_cache
+from ..kernels.loader import load_spec
+from ..measure.gpu_lock import observe_waits, waited_seconds
+from ..measure.integrity import pin
+from ..measure.trace import call_entered, call_returned
+from ..measure.trace import prepare as prepare_trace
+from ..model.contract import GemmSpecError
+from .warmup import watching
 
 STARTED = time.monotonic()  # when this module was imported: the child's interpreter is up
 DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"  # test hook: "module:function" the child runs checks with
@@ -88,8 +98,6 @@ class KernelCall:
         self._inner = inner
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from ..measure.trace import call_entered, call_returned
-
         call_entered()  # the launch trace keeps each call's window (measure/trace.py)
         try:
             return self._inner(*args, **kwargs)
@@ -139,13 +147,13 @@ def default_prepare(kernel: Any) -> dict[str, float]:
         phases[name] = round(now - last[0], 4)
         last[0] = now
 
-    import cupy
-    import numpy as np
+    import cupy  # lazy: timed as the start-up's imports phase
+    import numpy as np  # lazy: timed as the start-up's imports phase
 
-    from ..kernels.compiler import GemmCompileError, compile_for_arch
-    from ..kernels.device import require_device
-    from ..kernels.harness import GuardedMatrix, harness_for
-    from ..model.contract import CudaKernel
+    from ..kernels.compiler import GemmCompileError, compile_for_arch  # lazy: timed as the start-up's imports phase
+    from ..kernels.device import require_device  # lazy: timed as the start-up's imports phase
+    from ..kernels.harness import GuardedMatrix, harness_for  # lazy: timed as the start-up's imports phase
+    from ..model.contract import CudaKernel  # lazy: timed as the start-up's imports phase
 
     lap("imports_s")
     device = require_device()
@@ -165,8 +173,6 @@ def default_prepare(kernel: Any) -> dict[str, float]:
     del h, probe
     lap("harness_kernels_s")
     if not isinstance(kernel, CudaKernel):  # traced by default (--gemm-trace auto): CUPTI's start-up now
-        from ..measure.trace import prepare as prepare_trace
-
         prepare_trace()
     lap("trace_s")
     return phases
@@ -178,7 +184,7 @@ PREPARE_PHASES = ("imports_s", "cuda_context_s", "compile_s", "module_load_s", "
 
 def hooks() -> tuple[Callable[..., Any], Callable[[Any], None], Callable[[], dict[str, int]]]:
     """(run_check, prepare, release_memory): ``dispatch``'s, or those of the ``PYTEST_GEMM_DISPATCH`` module."""
-    from . import dispatch
+    from . import dispatch  # lazy: numpy (every check) stays out of the plugin's process, which imports this module
 
     target = os.environ.get(DISPATCH_ENV, "")
     if not target:
@@ -218,8 +224,6 @@ def _die_with_parent() -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
@@ -272,8 +276,6 @@ def _failure_reply(request: dict[str, Any], exc: BaseException, facts: dict[str,
                  "details": failure.details, "facts": facts, "restart": True}, True)
     cuda = cat.is_cuda_error(exc)
     where = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    from ..model.contract import GemmSpecError
-
     declaration = any(isinstance(e, GemmSpecError) for e in _chain(exc))  # the kernel's declaration is wrong
     if request.get("op") == "check" and not (cuda or declaration or raised_by_kernel(exc)) and raised_in_pytest_gemm(exc):
         # not the kernel's failure: blaming it would give it a root cause it does not have
@@ -294,16 +296,12 @@ def child(read_fd: int, write_fd: int) -> None:
     writer = os.fdopen(write_fd, "w", buffering=1)
 
 
-    from .warmup import watching
-
     sending = threading.Lock()  # the warm-up watcher sends from its own thread
 
     def send(message: dict[str, Any]) -> None:
         with sending:
             writer.write(json.dumps(message, default=str) + "\n")
             writer.flush()
-
-    from ..measure.gpu_lock import observe_waits, waited_seconds
 
     # a check that waits for the GPU lock says so: its parent stops the check's clock meanwhile
     observe_waits(lambda waiting: send({"event": "lock_wait" if waiting else "lock_held"}))
@@ -315,12 +313,7 @@ def child(read_fd: int, write_fd: int) -> None:
         started, waited, warmup_s = time.perf_counter(), waited_seconds(), 0.0
         try:
             if request["op"] == "load":
-                from ..kernels.loader import load_spec
-                from ..measure.integrity import pin
-
                 pin()  # before the kernel's module runs: what it replaces later is seen (measure/integrity.py)
-                from ..kernels.autotune import enable_result_cache
-
                 enable_result_cache(os.environ)  # a Triton autotuner's choices shared by its processes
 
                 if request["rootdir"] not in sys.path:

@@ -20,8 +20,8 @@ def check_sweep(h: Any, shapes: Sequence[Shape], record: Callable[[dict[str, Any
     """Time ``h``'s kernel and cuBLAS at its precision at every size, in ``timing_order``;
     record ``sweep`` (entries in measurement order), ``sweep_order``, ``sweep_seed``,
     ``sweep_skipped`` and ``roofs``. Raises GemmCheckFailure like the speed check."""
-    import cupy
-    import pytest
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
+    import pytest  # lazy: pytest stays out of the sandbox child
 
     from ..kernels.harness import harness_for  # lazy: a test replaces harness_for on its module
     from ..measure.roofs import ceilings  # lazy: a test replaces ceilings on its module

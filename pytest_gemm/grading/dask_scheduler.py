@@ -44,6 +44,7 @@ from .gradescope import failure_results
 from .students import CRASHED, StudentResult, harness_failed
 from .submissions import Submission
 import logging
+from ..kernels.gpus import visible_gpu_ids
 
 INSTALL = "pip install 'pytest-gemm[dask]'"
 RESOURCE = "GPU"            # the worker resource each student's task asks one of
@@ -58,7 +59,7 @@ class DaskProblem(RuntimeError):
 
 def _distributed() -> Any:
     try:
-        import distributed
+        import distributed  # lazy: optional (dask)
     except ImportError as exc:
         raise DaskProblem(f"--scheduler dask needs Dask distributed ({exc}); install it with {INSTALL}, "
                           "or grade with the local pool (--scheduler local, the default)") from None
@@ -155,8 +156,6 @@ _SLOTS_LOCK = threading.Lock()
 def _worker_gpus() -> GpuSlots:
     with _SLOTS_LOCK:
         if not _SLOTS:
-            from ..kernels.gpus import visible_gpu_ids
-
             _SLOTS.append(GpuSlots(visible_gpu_ids()))
         return _SLOTS[0]
 
@@ -197,13 +196,13 @@ def grade_task(sub: Submission, grading: StudentGrading, env: dict[str, str] | N
 
 
 def _worker_address() -> str:
-    from distributed import get_worker
+    from distributed import get_worker  # lazy: optional (dask)
 
     return str(get_worker().address)
 
 
 def _worker_slots() -> int:
-    from distributed import get_worker
+    from distributed import get_worker  # lazy: optional (dask)
 
     return max(1, int(get_worker().state.total_resources.get(RESOURCE, 1)))
 
@@ -229,7 +228,7 @@ def grade_all_dask(submissions: Sequence[Submission], grading: StudentGrading, *
     the module's docstring). ``env``: the students' environment when the workers are on this
     machine (the gradebook's own ``LocalCluster``), else None (each worker's own)."""
     distributed = _distributed()
-    from distributed.scheduler import KilledWorker
+    from distributed.scheduler import KilledWorker  # lazy: optional (dask)
 
     token = uuid.uuid4().hex[:12]
     index = {id(sub): i for i, sub in enumerate(submissions)}

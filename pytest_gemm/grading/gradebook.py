@@ -19,31 +19,32 @@ The pieces: ``submissions.py`` (finding them, the pytest command), ``processes.p
 (the wall-clock limit), ``students.py`` (one student's row), ``classrun.py`` (the
 class, jobs and GPUs), ``dask_scheduler.py`` (the class on Dask distributed, ``--scheduler dask``),
 ``gradebook_files.py`` (CSV, JSON, summary); this module is the command line.
+
+A course runs this module (``python -m pytest_gemm.grading.gradebook``, docs/courses.md) and
+imports none of its names; it defines only the command line (``__all__``). The rest live in the
+modules above: import each name from the one that defines it.
 """
 from __future__ import annotations
 
 import argparse
 import configparser
+import os
+import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from .classrun import GpuSlots, StudentGrading, cpu_cores, default_jobs, grade_all
+from .classrun import StudentGrading, cpu_cores, default_jobs, grade_all
 from .gradebook_files import check_columns, clip, summary_table, write_csv, write_json
 from .gradescope import GradingConfig
-from .processes import RunOutcome, kill_tree, run_with_limit
-from .students import (CRASHED, DEFAULT_TIMEOUT, ERROR, GRADED, MISSING, TIMED_OUT, StudentResult, grade_one,
-                       harness_failed, load_grading_config)
-from .submissions import Submission, build_command, find_submissions
-import os
-import subprocess
+from .students import DEFAULT_TIMEOUT, StudentResult, load_grading_config
+from .submissions import find_submissions
+from .dask_scheduler import DaskProblem, grade_class
+from ..kernels.gpus import visible_gpu_ids
 
-__all__ = ["CRASHED", "DEFAULT_TIMEOUT", "ERROR", "GRADED", "MISSING", "TIMED_OUT", "GpuSlots", "RunOutcome",
-           "StudentResult", "Submission", "build_command", "check_columns", "find_submissions", "grade_all",
-           "grade_one", "harness_failed", "kill_tree", "load_grading_config", "main", "make_parser", "no_gpu_problem", "clip",
-           "run_with_limit", "summary_table", "write_csv", "write_json"]
+__all__ = ["main", "make_parser", "no_gpu_problem", "split_passthrough"]
 
 
 # ---- the command line ------------------------------------------------------------------
@@ -188,8 +189,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if args.jobs is None:
-        from ..kernels.gpus import visible_gpu_ids
-
         jobs = default_jobs(len(visible_gpu_ids()), cpu_cores())
     else:
         jobs = args.jobs
@@ -203,8 +202,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = [*extra, "--gemm-allow-no-gpu"] if args.allow_no_gpu else extra  # each run refuses otherwise
     log_dir = Path(args.logs).resolve() if args.logs else None
     if args.scheduler == "dask":
-        from .dask_scheduler import DaskProblem, grade_class
-
         grading = StudentGrading.of_class(attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
                                           ini=ini, extra_args=extra, log_dir=log_dir)
         try:

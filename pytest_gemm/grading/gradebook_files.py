@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from .gradescope import CHECKS, GradingConfig
 from .students import StudentResult
+from tabulate import tabulate
 
 
 def check_columns(results: Sequence[StudentResult], config: GradingConfig | None = None) -> list[str]:
@@ -52,8 +53,6 @@ def clip(text: str, limit: int = 160) -> str:
 
 
 def summary_table(results: Sequence[StudentResult]) -> str:
-    from tabulate import tabulate
-
     rows = [[r.student, r.status, f"{r.score:g} / {r.max_score:g}", _num(r.tflops, 2),
              _num(r.fraction_of_cublas, 3), clip(r.reason, 90)]
             for r in results]

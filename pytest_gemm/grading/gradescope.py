@@ -23,6 +23,8 @@ from ..model.categories import HARNESS_OUT_OF_MEMORY
 from ..outputs.records import BLAS_ZERO_RULES, NO_GPU_PREFIX, UNTRUSTED_TIMING, CheckRecord, RunResults, as_records
 from .config import (CHECKS, DEFAULT_WEIGHTS, VISIBILITIES, GradingConfig, user_test_record,  # noqa: F401
                      visibility_from_marker, weight_from_marker)
+from ..outputs.process_time import time_summary
+from ..outputs.launch_view import kernel_launches
 
 SCHEMA_VERSION = 2  # 2: verdict, primary_category and diagnosis in extra_data
 _MAX_MESSAGE_LINES = 6
@@ -286,10 +288,8 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
         if verdict is not None:
             extra.update(verdict=verdict.status, primary_category=verdict.primary_category,
                          diagnosis=verdict.diagnosis, consequences=verdict.consequences)
-        from ..outputs.process_time import time_summary
 
         extra["time"] = time_summary(records, submission)  # where the run's seconds went (process starts, waits)
-        from ..outputs.launch_view import kernel_launches
 
         launched = kernel_launches(result_of) if result_of is not None else None
         if launched is not None:  # what it launched (the launch trace), or why that is not known

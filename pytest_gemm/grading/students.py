@@ -50,7 +50,7 @@ def load_grading_config(ini: Path | None) -> GradingConfig:
         return GradingConfig()
     if ini.suffix == ".toml":
         try:
-            import tomllib
+            import tomllib  # lazy: optional (tomllib: Python 3.11+)
         except ImportError:  # Python 3.10
             raise ValueError(f"{ini}: reading pyproject.toml needs Python 3.11 or later; "
                              "put the gemm_* keys in a pytest.ini instead") from None

@@ -17,6 +17,8 @@ import statistics
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
+import ctypes
+import ctypes.util
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,6 @@ def demangle(name: str) -> str:
     if not name.startswith("_Z"):
         return name
     try:
-        import ctypes
-        import ctypes.util
-
         lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
         fn = lib.__cxa_demangle
         fn.restype = ctypes.c_void_p

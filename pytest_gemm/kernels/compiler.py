@@ -98,7 +98,7 @@ class CompileResult:
 
 def _nvrtc():
     try:
-        from cuda.bindings import nvrtc
+        from cuda.bindings import nvrtc  # lazy: CUDA's bindings (the plugin loads with no GPU)
     except ImportError as exc:  # depends on the install
         raise GemmToolchainError(
             f"NVRTC is not available (cuda.bindings is not installed); {INSTALL_HINT}"
@@ -140,7 +140,7 @@ def include_dirs() -> tuple[str, ...]:
     pip headers lack."""
     dirs: list[str] = []
     try:
-        import cuda.pathfinder as pathfinder
+        import cuda.pathfinder as pathfinder  # lazy: CUDA's bindings (the plugin loads with no GPU)
 
         for lib in ("cudart", "nvcc"):
             try:

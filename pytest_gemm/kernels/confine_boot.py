@@ -23,8 +23,8 @@ def _mount_tmpfs(path: str, size: int) -> None:
 
 
 def restrict(plan: dict[str, Any]) -> None:
-    import landlock
-    from landlock import FSAccess
+    import landlock  # lazy: optional (landlock)
+    from landlock import FSAccess  # lazy: optional (landlock)
 
     ruleset = landlock.Ruleset()
     read = FSAccess.READ_FILE | FSAccess.READ_DIR | FSAccess.EXECUTE

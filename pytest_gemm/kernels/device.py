@@ -68,7 +68,7 @@ def _attribute(runtime: Any, attr: int, index: int, unread: list[str]) -> int:
 
 
 def describe(index: int = 0) -> GemmDevice:
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     runtime = cupy.cuda.runtime
     props = runtime.getDeviceProperties(index)
@@ -103,14 +103,14 @@ def describe(index: int = 0) -> GemmDevice:
 def probe() -> GemmDevice | str:
     """The device to use, or a string saying why there is none ("no usable GPU: ...")."""
     try:
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
     except ImportError:
         return ("no usable GPU: CuPy is not installed; install pytest-gemm[cuda12] or "
                 "pytest-gemm[cuda13] to match your driver")
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # CUDARuntimeError: no driver, wrong driver, no device
-        from .driver import no_gpu_reason
+        from .driver import no_gpu_reason  # lazy: keeps kernels.driver out of the plugin's load
 
         return f"no usable GPU: {no_gpu_reason(exc, cupy)}"
     if count < 1:
@@ -124,7 +124,7 @@ def probe() -> GemmDevice | str:
 
 def require_device() -> GemmDevice:
     """The device, or pytest.skip with the reason (for GPU fixtures and tests)."""
-    import pytest
+    import pytest  # lazy: pytest stays out of the sandbox child
 
     found = probe()
     if isinstance(found, str):

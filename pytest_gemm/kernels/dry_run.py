@@ -27,6 +27,7 @@ from .declared import absolute_spec, spec_folder
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from .loader import load_spec
+import numpy as np
 
 #: Launchers that reach this far are fine so far: what follows needs a GPU.
 REACHED_DATA, REACHED_LIBRARY, RETURNED = "reached_data", "reached_library", "returned"
@@ -56,8 +57,6 @@ class StandIn:
     """An array's metadata, and nothing else: any other attribute or operation raises NeedsGpu."""
 
     def __init__(self, name: str, shape: tuple[int, int], dtype: Any):
-        import numpy as np
-
         d = np.dtype(dtype)
         self.__dict__.update(_name=name, shape=tuple(shape), dtype=d, ndim=2, size=shape[0] * shape[1],
                              itemsize=d.itemsize, nbytes=shape[0] * shape[1] * d.itemsize,
@@ -242,7 +241,7 @@ def check_offline(kernel: Any, rootdir: str, why: str, timeout: float | None = N
     """The launcher ``kernel`` exercised with no GPU: a failure of its own (it raised, ended its
     process or hung before using its arrays) fails the check as ``launch_error`` (``timeout``
     for a hang); otherwise the check is skipped with ``why`` and how far it ran."""
-    import pytest
+    import pytest  # lazy: pytest stays out of the sandbox child
 
 
     spec, index = getattr(kernel, "origin_spec", (None, 0))

@@ -44,7 +44,7 @@ class GuardedMatrix:
     """A device matrix with guard bands; ``.array`` is the (rows, cols) view the kernel sees."""
 
     def __init__(self, host: np.ndarray, guard: int):
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         host = np.ascontiguousarray(host)
         self.nbytes = host.nbytes
@@ -56,7 +56,7 @@ class GuardedMatrix:
         self.original = self.array.copy()
 
     def damage(self) -> GuardDamage:
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         front = self.raw[: self.guard] != GUARD_BYTE
         back = self.raw[self.guard + self.nbytes:] != GUARD_BYTE
@@ -72,7 +72,7 @@ class GuardedMatrix:
 
     def changed(self) -> tuple[int, tuple[int, ...] | None]:
         """How many elements differ bitwise from the uploaded values, and the first one's index."""
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         width = {1: cupy.uint8, 2: cupy.uint16, 4: cupy.uint32, 8: cupy.uint64}[self.array.dtype.itemsize]
         diff = self.array.view(width) != self.original.view(width)
@@ -116,7 +116,7 @@ class Harness:
         """One launch on fresh guarded buffers; C holds the fill sentinel unless ``c_init`` is given.
         ``buffers`` (from ``upload``): launch on those instead, the problem's values written into
         them first (new inputs at the same addresses, as a caller reusing its buffers does)."""
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         if buffers is None:
             a, b, c = self.upload(problem, c_init)
@@ -144,7 +144,7 @@ def keep_secret(*arrays: Any) -> None:
 def scrub_secrets() -> None:
     """Overwrite every kept secret (NaN bytes). After a fault the context is gone and so is
     the memory: nothing to scrub, and the check's own failure must not be masked."""
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     secrets = list(_SECRETS)
     _SECRETS.clear()

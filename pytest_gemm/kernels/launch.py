@@ -23,7 +23,7 @@ _STREAMS: dict[int, Any] = {}
 def _launcher_stream() -> Any:
     """The stream current while a Python launcher runs (one per device, kept for the process);
     the stream probe (stream_probe.py) swaps in a held one of its own."""
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     device = cupy.cuda.runtime.getDevice()
     current = cupy.cuda.get_current_stream()
@@ -58,7 +58,7 @@ class LoadedKernel:
             self._load_cuda(kernel)
 
     def _load_cuda(self, kernel: CudaKernel) -> None:
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         self.compiled = compile_for_arch(kernel, self.device.arch)
         path = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{abs(hash(self.compiled.code))}.cubin"
@@ -72,7 +72,7 @@ class LoadedKernel:
         launcher's state cannot be reset in this process, so it is returned as it is."""
         if self.compiled is None:
             return self
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         again = object.__new__(LoadedKernel)
         again.kernel, again.device, again.compiled = self.kernel, self.device, self.compiled

@@ -18,6 +18,7 @@ from typing import Any
 from ..model.contract import GemmKernel, GemmSpecError, is_kernel
 from .modules import looks_like_module, module_kernel
 from .declared import is_bad, read_in_child
+from .declared import BadDeclaration
 
 #: The folders pytest-gemm ships beside its own package: the ladder and the conformance suite.
 SHIPPED = ("reference_kernels", "conformance")
@@ -227,7 +228,6 @@ def load_spec(spec: str, rootdir: Path | None = None, each: bool = False) -> lis
         except GemmSpecError as exc:
             if not each:
                 raise GemmSpecError(f"--gemm-kernel {spec!r}: {exc}") from None
-            from .declared import BadDeclaration
 
             k = kernels[index] = BadDeclaration(str(k.name), f"--gemm-kernel {spec!r}: {exc}")
         k.origin_spec = (spec, index)  # how a sandbox process finds the same kernel again

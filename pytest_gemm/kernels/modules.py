@@ -78,8 +78,8 @@ class ModuleLauncher:
         self._store(out, c, lambda: out is c, lambda: c.__setitem__(Ellipsis, out))
 
     def _call_torch(self, module: Any, a: Any, b: Any, c: Any) -> None:
-        import cupy
-        import torch
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
+        import torch  # lazy: optional (torch)
 
         with torch.cuda.stream(torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)), torch.no_grad():
             ta, tb, tc = (torch.as_tensor(x, device="cuda") for x in (a, b, c))

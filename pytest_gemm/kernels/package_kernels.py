@@ -14,7 +14,7 @@ def package_function(arch: str, filename: str, entry: str, options: Sequence[str
     """``entry`` of the package's ``filename`` as a CuPy function for ``arch`` (e.g. ``sm_90``):
     NVRTC through compiler.py, else CuPy's own compiler (it has a device here)."""
 
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
 
     source = importlib.resources.files(package).joinpath(filename)

@@ -19,6 +19,7 @@ import ctypes
 import threading
 import time
 from typing import Any, Callable
+from .package_kernels import package_function
 
 RELEASE_S = 2.0     # a launcher that waits on the held stream is released after this
 WATCH_S = 0.25      # how long C is watched for writes from other streams
@@ -27,8 +28,6 @@ _HOLD: dict[str, Any] = {}
 
 def _hold_function(arch: str) -> Any:
     if arch not in _HOLD:
-        from .package_kernels import package_function
-
         _HOLD[arch] = package_function(arch, "stream_probe.cu", "gemm_stream_hold", package="pytest_gemm.kernels")
     return _HOLD[arch]
 
@@ -36,7 +35,7 @@ def _hold_function(arch: str) -> Any:
 def run_held(arch: str, launch: Callable[[], None], c: Any) -> str | None:
     """Call ``launch`` with a held non-blocking stream current; return a message when C
     changed before the stream was released (work outside the current stream), else None."""
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     host = cupy.cuda.runtime.hostAlloc(4, 2)  # cudaHostAllocMapped: the GPU reads the flag directly
     flag = ctypes.c_int32.from_address(host)

@@ -20,7 +20,7 @@ NVIDIA_SMI_TIMEOUT_S = 10
 def _nvml() -> Any:
     """The initialised ``pynvml`` module, or None."""
     try:
-        import pynvml
+        import pynvml  # lazy: optional (pynvml)
 
         pynvml.nvmlInit()
         return pynvml
@@ -31,7 +31,7 @@ def _nvml() -> Any:
 def pci_bus_id(index: int) -> str | None:
     """The PCI bus id of CUDA device ``index`` in this process, or None."""
     try:
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         return str(cupy.cuda.runtime.deviceGetPCIBusId(index))
     except Exception:  # noqa: BLE001

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.contract import kernel
+import numpy as np
 
 # cudaDataType / cublasComputeType_t / cublasGemmAlgo_t values, used when the
 # installed CuPy does not export the names.
@@ -62,10 +63,9 @@ def _check_arrays(a: Any, b: Any, c: Any, precision: str) -> tuple[int, int, int
 
 def _gemm_ex(a: Any, b: Any, c: Any, precision: str, in_type: str, compute_type: str) -> None:
     """c = a @ b (row-major) with cublasGemmEx, alpha = 1, beta = 0."""
-    import numpy as np
-    import cupy
-    from cupy_backends.cuda.api import runtime
-    from cupy_backends.cuda.libs import cublas
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
+    from cupy_backends.cuda.api import runtime  # lazy: CuPy (the plugin loads with no GPU)
+    from cupy_backends.cuda.libs import cublas  # lazy: CuPy (the plugin loads with no GPU)
 
     m, n, k = _check_arrays(a, b, c, precision)
     if m == 0 or n == 0:

@@ -28,7 +28,7 @@ _PINNED: dict[str, tuple[Any, str, Any]] = {}
 
 def _gpu_usable() -> bool:
     try:
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # noqa: BLE001 - no CuPy, no driver: nothing will be timed here

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from ..kernels.device import describe
 from ..kernels.package_kernels import package_function
+import numpy as np
 
 START_WAIT_US = 200.0   # a cuBLAS call's host side takes tens of microseconds
 MAX_WAIT_US = 6400.0    # five doublings; past this, late calls are kept and counted
@@ -62,15 +63,13 @@ class LaunchGuard:
     """``hold(stream)`` before the start event, ``late()`` after the call was launched."""
 
     def __init__(self, policy: GuardPolicy | None = None):
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         self.policy = policy or GuardPolicy()
         self._done = cupy.cuda.Event(disable_timing=True)
         self._function, self._grid = _guard_for_current_device()
 
     def hold(self, stream: Any) -> None:
-        import numpy as np
-
         blocks, threads = self._grid
         self._function((blocks,), (threads,), (np.uint64(int(self.policy.wait_us * 1000)),), stream=stream)
         self._done.record(stream)
@@ -83,7 +82,7 @@ class LaunchGuard:
 def _guard_for_current_device() -> tuple[Any, tuple[int, int]]:
     """``gemm_launch_guard`` compiled for the current device and the grid that fills it, made
     once per process and device (every timed run asks)."""
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
 
     index = cupy.cuda.Device().id

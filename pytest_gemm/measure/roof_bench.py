@@ -13,6 +13,7 @@ from .roofs import (CHAINS, FMA_TARGET_MS, FMA_THREADS, PRECISIONS, REPEATS, UNR
 from ..kernels.package_kernels import package_function
 from .cublas import CUBLAS
 from .timing import gemm_flops, time_gpu
+import numpy as np
 
 _MEASURED: dict[tuple[int, str], dict[str, Any]] = {}
 PROBE_MS = 5.0      # one launch of the quiet probe
@@ -20,7 +21,7 @@ PROBE_LAUNCHES = 3  # the probe's rate is their median
 
 
 def _event_ms(fn: Callable[[], Any]) -> float:
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     null = cupy.cuda.Stream.null
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
@@ -35,7 +36,7 @@ def _event_ms(fn: Callable[[], Any]) -> float:
 def _free_memory() -> None:
     """Hand the benchmarks' buffers back (CuPy's pool keeps them otherwise)."""
     try:
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         cupy.get_default_memory_pool().free_all_blocks()
     except Exception:  # noqa: BLE001 - only housekeeping
@@ -52,8 +53,7 @@ def _fma_function(device: Any) -> Any:
 def _fma_timer(device: Any, target_ms: float) -> Callable[[], float]:
     """A function that times one launch of the FMA kernel, grown to about ``target_ms``, and
     returns its rate in TFLOP/s (the growing launches also settle the clocks)."""
-    import cupy
-    import numpy as np
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     fn = _fma_function(device)
     blocks = fma_blocks(device.sm_count, device.max_threads_per_sm)
@@ -91,7 +91,7 @@ def fma_probe(device: Any) -> Callable[[], float]:
 
 
 def _measure_copy(device: Any) -> float:
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     nbytes = copy_bytes(device.total_memory, device.l2_bytes)
     src = cupy.ones(nbytes // 4, dtype=cupy.float32)
@@ -108,7 +108,7 @@ def _measure_copy(device: Any) -> float:
 
 
 def _random_storage(precision: str, shape: tuple[int, int]) -> Any:
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     values = cupy.random.default_rng(7).uniform(-1.0, 1.0, size=shape, dtype=cupy.float32)
     if precision == "fp16":
@@ -119,7 +119,7 @@ def _random_storage(precision: str, shape: tuple[int, int]) -> Any:
 
 
 def _measure_cublas(device: Any, precision: str) -> float:
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
 
     size = tensor_size(device.total_memory)

@@ -48,6 +48,7 @@ def switched_off(options: dict[str, Any] | None = None) -> str | None:
 
 def _binding() -> tuple[Any, str | None]:
     try:
+        # lazy: optional (cupti)
         from cupti import cupti  # NVIDIA's cupti-python
     except Exception as exc:  # noqa: BLE001 - ImportError, or a libcupti that does not load
         return None, (f"no CUPTI: the cupti-python binding could not be imported ({type(exc).__name__}: "

@@ -86,7 +86,7 @@ def nvrtc_supported() -> tuple[tuple[int, ...], str]:
     """(supported arch numbers, where the list came from): the installed NVRTC's own list,
     else :data:`FALLBACK_ARCHES` with the reason."""
     try:
-        from cuda.bindings import nvrtc
+        from cuda.bindings import nvrtc  # lazy: CUDA's bindings (the plugin loads with no GPU)
 
         err, numbers = nvrtc.nvrtcGetSupportedArchs()
         if int(err) != 0:

@@ -54,7 +54,7 @@ def get_precision(name: str | Precision) -> Precision:
 
 def float32_to_bf16_bits(x: np.ndarray) -> np.ndarray:
     """Round float32 values to bfloat16 (nearest, ties to even); return the uint16 bit patterns."""
-    import numpy as np
+    import numpy as np  # lazy: numpy stays out of the plugin's load
 
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
@@ -62,14 +62,14 @@ def float32_to_bf16_bits(x: np.ndarray) -> np.ndarray:
 
 
 def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
-    import numpy as np
+    import numpy as np  # lazy: numpy stays out of the plugin's load
 
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
 def to_storage(values: np.ndarray, precision: str | Precision) -> np.ndarray:
     """float64 values -> the array a kernel of this precision receives (C-contiguous)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy stays out of the plugin's load
 
     p = get_precision(precision)
     if p.name == "bf16":
@@ -79,7 +79,7 @@ def to_storage(values: np.ndarray, precision: str | Precision) -> np.ndarray:
 
 def from_storage(stored: np.ndarray, precision: str | Precision) -> np.ndarray:
     """The exact float64 values a stored input array represents."""
-    import numpy as np
+    import numpy as np  # lazy: numpy stays out of the plugin's load
 
     p = get_precision(precision)
     if p.name == "bf16":
@@ -89,7 +89,7 @@ def from_storage(stored: np.ndarray, precision: str | Precision) -> np.ndarray:
 
 def round_to_tf32(x: np.ndarray) -> np.ndarray:
     """Round float32 values to TF32 (nearest): used to model a TF32 kernel on the CPU."""
-    import numpy as np
+    import numpy as np  # lazy: numpy stays out of the plugin's load
 
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = ((bits + 0xFFF + ((bits >> 13) & 1)) >> 13) << 13

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .speed_stats import RUN_NOISE, SLOWER, UNSURE, SpeedCall, call_speed
+from tabulate import tabulate
 
 SETUP_KEYS = (("gpu", "GPU"), ("driver", "driver"), ("driver_cuda", "driver's CUDA"),
               ("cuda_runtime", "CUDA runtime"), ("cupy", "CuPy"), ("nvrtc", "NVRTC"), ("pytest_gemm", "pytest-gemm"))
@@ -210,8 +211,6 @@ def _pct(x: float | None) -> str:
 
 
 def render(c: Comparison) -> list[str]:
-    from tabulate import tabulate
-
     lines = [f"compared with {c.old_label} (kernels at {c.commits})"]
     if c.changes:
         lines.append("correctness changed:")

@@ -9,6 +9,7 @@ from typing import Any
 from .records import RunResults
 from .launch_view import launch_properties
 from .meta import short_form
+from _pytest.junitxml import xml_key
 
 
 def verdict_properties(records: Any) -> list[tuple[str, str]]:
@@ -26,8 +27,6 @@ def verdict_properties(records: Any) -> list[tuple[str, str]]:
 
 def add_verdict_properties(config: Any, records: Any) -> None:
     """Add the verdicts to the JUnit XML being written, if ``--junitxml`` is on."""
-    from _pytest.junitxml import xml_key
-
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return
@@ -37,8 +36,6 @@ def add_verdict_properties(config: Any, records: Any) -> None:
 
 def add_run_property(config: Any, meta: dict[str, Any] | None) -> None:
     """The run's meta block in short form (``outputs/meta.py``) as the ``gemm:run`` property."""
-    from _pytest.junitxml import xml_key
-
 
     xml = config.stash.get(xml_key, None)
     if xml is not None:

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .records import CheckRecord
+from importlib.metadata import PackageNotFoundError, version
+from ..kernels.compiler import nvrtc_version
+from ..measure.clocks import driver_version
+import inspect
 
 VERSION_KEYS = ("pytest_gemm", "cupy", "cuda_runtime", "driver", "driver_cuda", "nvrtc")
 GIT_TIMEOUT_S = 10
@@ -30,8 +34,6 @@ def versions(probe: bool = True) -> dict[str, str | None]:
     """The versions this process sees; each None when it cannot be read. Without ``probe`` only
     what the installed packages' metadata says (no CuPy import, no NVRTC, no driver): the
     report a run hands its hook when it writes no file (a grader's run of each student)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     found: dict[str, str | None] = dict.fromkeys(VERSION_KEYS)
     for key, dists in (("pytest_gemm", ("pytest-gemm",)), ("cupy", ("cupy-cuda13x", "cupy-cuda12x", "cupy"))):
         for dist in dists:
@@ -43,7 +45,7 @@ def versions(probe: bool = True) -> dict[str, str | None]:
     if not probe:
         return found
     try:
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         found["cupy"] = str(cupy.__version__)
         found["cuda_runtime"] = _cuda_version(int(cupy.cuda.runtime.runtimeGetVersion()))
@@ -51,12 +53,9 @@ def versions(probe: bool = True) -> dict[str, str | None]:
     except Exception:  # noqa: BLE001 - no CuPy, or no driver: null
         pass
     try:
-        from ..kernels.compiler import nvrtc_version
-
         found["nvrtc"] = "%d.%d" % nvrtc_version()
     except Exception:  # noqa: BLE001 - no NVRTC here
         pass
-    from ..measure.clocks import driver_version
 
     found["driver"] = driver_version()
     return found
@@ -64,7 +63,7 @@ def versions(probe: bool = True) -> dict[str, str | None]:
 
 def gpu_name() -> str | None:
     """This process's GPU, or None (the device probe's reason is the skip reasons' business)."""
-    from ..kernels.device import probe
+    from ..kernels.device import probe  # lazy: a test replaces probe on its module
 
     found = probe()
     return None if isinstance(found, str) else found.name
@@ -89,8 +88,6 @@ def git_state(folder: str) -> dict[str, Any]:
 
 def kernel_folders(kernels: Iterable[Any]) -> list[str]:
     """The folders the kernels were declared in, in order, each once."""
-    import inspect
-
     folders: list[str] = []
     for k in kernels:
         origin = getattr(k, "origin", None)

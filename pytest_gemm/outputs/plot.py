@@ -38,6 +38,7 @@ class PlotUnavailableError(ImportError):
 def require_matplotlib() -> None:
     """Raise PlotUnavailableError (with the install command) when matplotlib cannot be imported."""
     try:
+        # lazy: optional (matplotlib)
         import matplotlib  # noqa: F401
     except ImportError as exc:
         raise PlotUnavailableError(f"--gemm-plot needs matplotlib, which is not installed ({exc}); "
@@ -77,7 +78,7 @@ def bar_data(records: Any) -> list[dict[str, Any]]:
 
 
 def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: optional (matplotlib)
 
     fig = Figure(figsize=(width, height), layout="constrained")
     fig.get_layout_engine().set(w_pad=0.15, h_pad=0.1)  # inches around the axes and their labels
@@ -85,7 +86,7 @@ def _figure(width: float, height: float) -> Any:
 
 
 def _draw_bars(bars: list[dict[str, Any]]) -> Any:
-    from matplotlib.patches import Patch
+    from matplotlib.patches import Patch  # lazy: optional (matplotlib)
 
     fig = _figure(10.0, 1.6 + 0.38 * len(bars))
     ax = fig.add_subplot()
@@ -112,7 +113,7 @@ def _draw_bars(bars: list[dict[str, Any]]) -> Any:
 
 
 def _draw_lines(sizes: list[tuple[int, int, int]], series: list[dict[str, Any]]) -> Any:
-    from matplotlib import colormaps
+    from matplotlib import colormaps  # lazy: optional (matplotlib)
 
     fig = _figure(11.0, 6.0)
     ax = fig.add_subplot()

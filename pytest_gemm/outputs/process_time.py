@@ -13,6 +13,7 @@ student's minutes went.
 from __future__ import annotations
 
 from typing import Any, Iterable
+from .records import as_records
 
 #: A start-up's phases, in the order they happen (seconds).
 START_PHASES = ("process_s", "kernel_import_s", "lock_wait_s", "imports_s", "cuda_context_s", "compile_s",
@@ -24,8 +25,6 @@ def time_summary(records: Iterable[Any], kernel: str | None = None) -> dict[str,
     "check_s", "lock_wait_s", "quiet_wait_s", "process_starts", "start_s", "start": {phase:
     seconds}}``; ``start_s`` is the start-ups' total (their phases plus what lies between).
     ``records``: ``records.CheckRecord`` (or their JSON form)."""
-    from .records import as_records
-
     out: dict[str, Any] = {"checks": 0, "wall_s": 0.0, "check_s": 0.0, "lock_wait_s": 0.0, "quiet_wait_s": 0.0,
                            "process_starts": 0, "start_s": 0.0, "start": {p: 0.0 for p in START_PHASES}}
     for r in as_records(records):

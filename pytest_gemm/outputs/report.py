@@ -13,6 +13,11 @@ from typing import Any
 from .launch_view import check_launches, kernel_launches, launch_lines, speed_lines, timing_trace
 from .process_time import time_summary
 from .records import BLAS_ZERO_RULES, RunResults
+from ..measure.sweep import report_entries
+from tabulate import tabulate
+from ..measure.roofs import combine_roofs, roofs_summary
+from .sweep_table import sweep_table
+from .meta import build_meta
 
 Results = Any  # RunResults, or records (CheckRecord or their JSON form) to build one from
 
@@ -40,8 +45,6 @@ def _timing_entry(r: Any) -> dict[str, Any]:
 def kernel_summaries(records: Results) -> dict[str, dict[str, Any]]:
     """Per kernel, as the JSON report keeps it: precision, verdict with its root cause, every
     check's outcome, resources, timings, sweep (``records.KernelResult`` is the typed form)."""
-    from ..measure.sweep import report_entries
-
     kernels: dict[str, dict[str, Any]] = {}
     for name, result in RunResults.build(records).kernels.items():
         verdict = result.verdict
@@ -108,8 +111,6 @@ HEADERS = ["rank", "kernel", "precision", "shape", "median ms", "spread", "TFLOP
 
 
 def ranking_table(records: Results) -> list[str]:
-    from tabulate import tabulate
-
     ranked, unranked = ranking_rows(records)
     lines: list[str] = []
     if ranked:
@@ -127,8 +128,6 @@ def ranking_table(records: Results) -> list[str]:
 
 def compile_table(records: Results) -> list[str]:
     """Compile-only checks: one row per kernel and architecture with ptxas' resource figures."""
-    from tabulate import tabulate
-
     rows = []
     for r in RunResults.build(records).records:
         if r.check != "compile" or r.outcome == "skipped":
@@ -146,9 +145,6 @@ def compile_table(records: Results) -> list[str]:
 
 
 def summary_lines(st: Any, config: Any, run: Results | None = None) -> list[str]:
-    from ..measure.roofs import combine_roofs, roofs_summary
-    from .sweep_table import sweep_table
-
     run = RunResults.build(st.results if run is None else run)
     records = run.records
     table = compile_table(run) + ranking_table(run) + sweep_table(run)
@@ -200,9 +196,6 @@ def root_cause_lines(records: Results) -> list[str]:
 
 def build_report(records: Results, device: dict[str, Any] | None,
                  meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    from ..measure.roofs import combine_roofs
-    from .meta import build_meta
-
     run = RunResults.build(records)
     if meta is None:  # what this process knows: versions, the clocks the speed checks read
         meta = build_meta(None, None, (), device.get("name") if device else None, run.records)
@@ -216,8 +209,7 @@ def json_report(run: Results, with_device: bool = True, command: str | None = No
     """The JSON report of a run (the device and the CUDA versions are probed only when asked,
     the device only when a GPU check ran; ``with_versions`` defaults to ``with_device``); its meta
     block names ``command``, ``cwd`` and the commits of the kernels' ``folders``."""
-    from ..kernels.device import probe
-    from .meta import build_meta
+    from ..kernels.device import probe  # lazy: a test replaces probe on its module
 
     run = RunResults.build(run)
     ran = any(r.outcome != "skipped" for r in run.records)

@@ -50,7 +50,7 @@ def schema_keys() -> set[str]:
 def validate(report: dict[str, Any]) -> None:
     """Raise ``ReportSchemaError`` naming every place where ``report`` departs from the schema."""
     try:
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator  # lazy: optional (jsonschema)
     except ImportError:
         raise ImportError("validating a pytest-gemm report needs the jsonschema package; "
                           "try: pip install 'pytest-gemm[test]'") from None

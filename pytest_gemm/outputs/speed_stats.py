@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Sequence
+import numpy as np
 
 RUN_NOISE = 0.01        # a: the smallest between-run change called sure (twice the measured +-0.5 %)
 CONFIDENCE = 0.95
@@ -45,6 +46,7 @@ INSTALL_HINT = "pip install 'pytest-gemm[compare]'"
 
 def require_scipy() -> None:
     try:
+        # lazy: optional (scipy)
         import scipy.stats  # noqa: F401
     except ImportError:
         raise StatisticsUnavailable(f"comparing with a saved run needs scipy (its bootstrap); try: {INSTALL_HINT}") \
@@ -70,8 +72,6 @@ def block_medians(times: Sequence[float], blocks: int = BLOCKS) -> "Any":
     """The medians of ``blocks`` runs of consecutive calls (fewer when there are fewer calls):
     neighbouring calls share clocks and temperature, blocks much less so, so the bootstrap
     resamples blocks, not calls (batch medians; a bootstrap of single calls is too sure)."""
-    import numpy as np
-
     values = np.asarray(times, dtype=float)
     return np.array([np.median(chunk) for chunk in np.array_split(values, min(blocks, len(values)))])
 
@@ -79,8 +79,7 @@ def block_medians(times: Sequence[float], blocks: int = BLOCKS) -> "Any":
 def ratio_interval(old: Sequence[float], new: Sequence[float]) -> tuple[float, float, float]:
     """(ratio of medians new/old, low, high): the percentile interval of a bootstrap of both
     runs' block medians."""
-    import numpy as np
-    from scipy import stats
+    from scipy import stats  # lazy: optional (scipy)
 
     ratio = float(np.median(np.asarray(new, dtype=float)) / np.median(np.asarray(old, dtype=float)))
     a, b = block_medians(old), block_medians(new)

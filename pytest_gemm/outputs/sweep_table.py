@@ -7,6 +7,7 @@ from typing import Any
 from ..measure.sweep import PRECISION_ORDER, by_size, flops_of, is_cublas, size_label
 from ..model.shapes import Shape
 from .records import RunResults
+from tabulate import tabulate
 
 def sweep_series(records: Any) -> tuple[list[Shape], list[dict[str, Any]]]:
     """(sizes smallest first, series) for the table and the plot.
@@ -52,8 +53,6 @@ def sweep_series(records: Any) -> tuple[list[Shape], list[dict[str, Any]]]:
 
 def sweep_table(records: Any) -> list[str]:
     """The terminal's "TFLOP/s by size" table (tabulate), fastest at the largest size first."""
-    from tabulate import tabulate
-
     sizes, series = sweep_series(records)
     if not series:
         return []

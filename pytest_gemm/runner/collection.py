@@ -12,6 +12,7 @@ from ..checks import registry
 from ..checks.cases import GemmCase, build_cases, skip_reason
 from ..model.contract import short_id
 from .state import is_ladder_entry, kernels_under_test, ladder_for_ranking, state
+from .configure import pin_gpu
 
 
 def generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -53,7 +54,7 @@ def _shapes(config: pytest.Config, check: registry.Check, given: Any, kernel: An
 
 @lru_cache(maxsize=None)
 def _autotunes(kernel: Any) -> bool:
-    from ..kernels.autotune import autotunes
+    from ..kernels.autotune import autotunes  # lazy: keeps kernels.autotune out of the plugin's load
 
     return autotunes(kernel)
 
@@ -63,6 +64,7 @@ def _params(config: pytest.Config, check: registry.Check, marker: pytest.Mark) -
     params = marker.kwargs.get("params") or check.params
     per_kernel = bool(marker.kwargs.get("per_kernel", check.per_kernel))  # one test per kernel: <check>-<kernel>
     when = marker.kwargs.get("when")
+    # lazy: keeps kernels.autotune, kernels.confine, kernels.declared out of the plugin's load
     from ..kernels.declared import is_bad
 
     under_test = kernels_under_test(config)
@@ -111,6 +113,7 @@ class ShippedModule(pytest.Module):
     ``conformance.<name>``, the name a user's own ``conformance/`` package gets)."""
 
     def _getobj(self):  # type: ignore[no-untyped-def]
+        # lazy: keeps kernels.autotune, kernels.confine, kernels.declared, kernels.loader out of the plugin's load
         from ..kernels.loader import import_shipped_module
 
         module = import_shipped_module("conformance", self.path)
@@ -120,6 +123,7 @@ class ShippedModule(pytest.Module):
 
 @lru_cache(maxsize=1)
 def _shipped_suite_dir() -> Path | None:
+    # lazy: keeps kernels.autotune, kernels.confine, kernels.declared, kernels.loader out of the plugin's load
     from ..kernels.loader import shipped_dir
 
     try:
@@ -146,8 +150,8 @@ def select_items(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Check marker arguments (a typo is an error even with no GPU); in --gemm-arch
     mode keep only compile-only checks. An xdist worker whose tests use the plugin gets its
     own GPU now, before any test runs (an unrelated suite is left alone)."""
+    # lazy: keeps grading, grading.config, grading.gradescope, measure.quiet, outputs, outputs.records, outputs.verdicts out of the plugin's load
     from ..grading.gradescope import visibility_from_marker, weight_from_marker
-    from .configure import pin_gpu
 
     if any(uses_gemm(item) for item in items):
         state(config).active = True
@@ -173,7 +177,7 @@ def check_requirements(item: pytest.Item) -> None:
     needed = required_cc(item)
     if item.get_closest_marker("gemm_gpu") is None and needed is None:
         return
-    from ..kernels.device import probe
+    from ..kernels.device import probe  # lazy: a test replaces probe on its module
 
     found = probe()
     if isinstance(found, str):

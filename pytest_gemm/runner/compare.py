@@ -29,7 +29,9 @@ def configure_compare(config: pytest.Config) -> None:
     fail = getattr(config.option, "gemm_compare_fail", None)
     if not path and not fail:
         return
+    # lazy: keeps outputs, outputs.compare, outputs.speed_stats out of the plugin's load
     from ..outputs.compare import parse_fail, read_report
+    # lazy: keeps outputs, outputs.speed_stats out of the plugin's load
     from ..outputs.speed_stats import StatisticsUnavailable, require_scipy
 
     try:
@@ -56,11 +58,13 @@ def command_line(config: pytest.Config) -> str:
 
 def kernel_folders(config: pytest.Config) -> list[str]:
     """The folders of the kernels under test; the ladder's when none was given."""
+    # lazy: keeps outputs, outputs.meta, outputs.records, outputs.verdicts out of the plugin's load
     from ..outputs.meta import kernel_folders as folders
 
     st = config.stash.get(STATE, None)
     found = folders(st.kernels) if st is not None and st.user_kernels else []
     if not found:
+        # lazy: keeps kernels.autotune, kernels.confine, kernels.declared, kernels.loader out of the plugin's load
         from ..kernels.loader import shipped_dir
 
         try:
@@ -75,6 +79,7 @@ def report_header(config: pytest.Config) -> list[str]:
     st = config.stash.get(STATE, None)
     if st is None or not st.active or is_xdist_worker(config):
         return []
+    # lazy: keeps outputs, outputs.meta, outputs.records, outputs.verdicts out of the plugin's load
     from ..outputs.meta import build_meta, gpu_name, short_form
 
     lines = ["pytest-gemm: " + short_form(build_meta(None, None, kernel_folders(config), gpu_name()))
@@ -92,6 +97,7 @@ def compare_at_finish(config: pytest.Config, report: dict[str, Any]) -> None:
     options = config.stash.get(COMPARE, None)
     if options is None:
         return
+    # lazy: keeps outputs, outputs.compare, outputs.speed_stats out of the plugin's load
     from ..outputs.compare import compare, render
 
     result = compare(options.old, report, options.threshold, options.path)

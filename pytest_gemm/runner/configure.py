@@ -16,6 +16,11 @@ from ..model.contract import GemmKernel, GemmSpecError
 from ..model.shapes import parse_shape
 from .state import STATE, GemmState, is_xdist_worker
 import os
+from ..model.contract import CudaKernel
+from .compare import configure_compare
+from .trace_options import export_choice
+from .results import ResultCollector
+from ..measure.timing import DEFAULT_BUDGET_S
 
 #: The ini keys pytest-gemm reads; any of them set makes the plugin active.
 INI_KEYS = ("gemm_kernels", "gemm_weights", "gemm_visibility", "gemm_performance_threshold", "gemm_require_gpu")
@@ -28,6 +33,7 @@ REQUIRE_GPU_HINT = ("run on a machine whose GPU and driver work (check nvidia-sm
 def conformance_dir() -> Path:
     """The shipped conformance suite: the installed package's own folder (never found by
     importing ``conformance``, which a user's folder of that name would shadow)."""
+    # lazy: keeps kernels.autotune, kernels.confine, kernels.declared, kernels.loader out of the plugin's load
     from ..kernels.loader import shipped_dir
 
     try:
@@ -52,7 +58,7 @@ def pin_gpu(config: pytest.Config) -> None:
     st = config.stash.get(STATE, None)
     if not is_xdist_worker(config) or (st is not None and st.pinned):
         return
-    from ..kernels.gpus import pin_worker, visible_gpu_ids
+    from ..kernels.gpus import pin_worker, visible_gpu_ids  # lazy: keeps kernels.gpus out of the plugin's load
 
     workers = int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
     gpu_shared = workers > max(1, len(visible_gpu_ids()))  # timings then disturb each other
@@ -66,9 +72,8 @@ def _first_compiling_arch(kernels: list[GemmKernel]) -> None:
     architectures it claims ends the run with NVRTC's log instead of failing every test.
     A kernel that compiles for some of them runs: the others are its own compile_error
     tests. Skipped without NVRTC (the compile checks say so)."""
-    from ..model.contract import CudaKernel
-
     try:
+        # lazy: a test replaces compile_for_arch on its module
         from ..kernels.compiler import GemmCompileError, GemmToolchainError, compile_for_arch
     except ImportError:  # pragma: no cover
         return
@@ -91,6 +96,7 @@ def _first_compiling_arch(kernels: list[GemmKernel]) -> None:
 
 
 def _grading(config: pytest.Config) -> Any:
+    # lazy: keeps grading, grading.config, grading.gradescope, measure.quiet, outputs, outputs.records, outputs.verdicts out of the plugin's load
     from ..grading.gradescope import GradingConfig
 
     try:
@@ -103,6 +109,7 @@ def _gradescope_failure(config: pytest.Config, grading: Any, reason: str) -> Non
     """Under --gemm-gradescope, a run that stops before any check still writes results (score 0, the reason)."""
     path = getattr(config.option, "gemm_gradescope", None)
     if path and not is_xdist_worker(config):
+        # lazy: keeps grading, grading.config, grading.gradescope, measure.quiet, outputs, outputs.records, outputs.verdicts out of the plugin's load
         from ..grading.gradescope import write_failure_results
 
         write_failure_results(Path(path), reason, grading)
@@ -125,7 +132,7 @@ def _parse_options(config: pytest.Config) -> tuple[Any, ...]:
     arches = sweep = None
     try:
         if getattr(opt, "gemm_arch", None):
-            from ..kernels.compiler import parse_arch_list
+            from ..kernels.compiler import parse_arch_list  # lazy: keeps kernels.compiler out of the plugin's load
 
             arches = parse_arch_list(opt.gemm_arch)
         text = getattr(opt, "gemm_bench_shape", None)
@@ -134,7 +141,7 @@ def _parse_options(config: pytest.Config) -> tuple[Any, ...]:
         except ValueError as exc:
             raise ValueError(f"--gemm-bench-shape: {exc}") from None
         if getattr(opt, "gemm_sweep", None):
-            from ..measure.sweep import parse_sweep
+            from ..measure.sweep import parse_sweep  # lazy: keeps measure.sweep out of the plugin's load
 
             sweep = parse_sweep(opt.gemm_sweep)
     except ValueError as exc:
@@ -158,7 +165,7 @@ def _check_require_gpu(config: pytest.Config, arches: list[str] | None, grading:
                                 "--gemm-require-gpu on the GPU jobs")
     if is_xdist_worker(config):
         return
-    from ..kernels.device import probe
+    from ..kernels.device import probe  # lazy: a test replaces probe on its module
 
     found = probe()
     if isinstance(found, str):
@@ -172,11 +179,11 @@ def _refuse_to_grade_without_gpu(config: pytest.Config) -> None:
     refuses), so a broken grading machine never scores every student 0. With the sandbox's
     dispatch test hook set the checks need no GPU (as ``gradebook.no_gpu_problem``)."""
 
-    from ..checks.sandbox_child import DISPATCH_ENV
+    from ..checks.sandbox_child import DISPATCH_ENV  # lazy: keeps checks.sandbox_child out of the plugin's load
 
     if is_xdist_worker(config) or os.environ.get(DISPATCH_ENV) or config.option.collectonly:
         return
-    from ..kernels.device import probe
+    from ..kernels.device import probe  # lazy: a test replaces probe on its module
 
     found = probe()
     if isinstance(found, str):
@@ -189,7 +196,7 @@ def _check_toolchain(config: pytest.Config) -> None:
     """Compile-only mode without a working NVRTC would compile nothing: an error, with what to install."""
     if is_xdist_worker(config):
         return
-    from ..kernels.compiler import toolchain_problem
+    from ..kernels.compiler import toolchain_problem  # lazy: keeps kernels.compiler out of the plugin's load
 
     problem = toolchain_problem()
     if problem is not None:
@@ -202,12 +209,12 @@ def _check_testable(config: pytest.Config, grading: Any) -> None:
     compile-only mode does, instead of one failed compile check per architecture."""
     if is_xdist_worker(config):
         return
-    from ..kernels.compiler import toolchain_problem
+    from ..kernels.compiler import toolchain_problem  # lazy: keeps kernels.compiler out of the plugin's load
 
     problem = toolchain_problem()
     if problem is None:
         return
-    from ..kernels.device import probe
+    from ..kernels.device import probe  # lazy: a test replaces probe on its module
 
     found = probe()
     if isinstance(found, str):
@@ -228,6 +235,7 @@ def configure(config: pytest.Config) -> None:
     grading = _grading(config)
     plot = getattr(opt, "gemm_plot", None)
     if plot and not is_xdist_worker(config):  # checked now, not after the whole run
+        # lazy: keeps measure.sweep, outputs, outputs.launch_view, outputs.plot, outputs.process_time, outputs.records, outputs.report, outputs.sweep_table, outputs.verdicts out of the plugin's load
         from ..outputs.plot import PlotUnavailableError, require_matplotlib
 
         try:
@@ -236,20 +244,19 @@ def configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     if arches is not None and not require_gpu:
         _check_toolchain(config)
-    from .compare import configure_compare
 
     configure_compare(config)  # --gemm-compare, --gemm-compare-fail: checked now, not after the run
-    from .trace_options import export_choice
 
     export_choice(config)  # --gemm-trace off: the kernel processes never start CUPTI
     if specs and getattr(opt, "gemm_isolation", "process") == "none":
-        from ..measure.integrity import pin
+        from ..measure.integrity import pin  # lazy: keeps measure.integrity out of the plugin's load
 
         pin(gpu=True)  # the kernels run here: what their modules replace from now on is seen (tamper detection)
-    from .confinement import choose
+    from .confinement import choose  # lazy: keeps kernels.confine, runner.confinement out of the plugin's load
 
     confinement = choose(config, lambda reason: _gradescope_failure(config, grading, reason))
     if specs:
+        # lazy: keeps kernels.autotune, kernels.confine, kernels.declared, kernels.loader out of the plugin's load
         from ..kernels.loader import load_specs
 
         try:  # confined: a child imports the submission, this process never does (kernels/declared.py)
@@ -284,7 +291,7 @@ def configure(config: pytest.Config) -> None:
                                     and bool(getattr(opt, "gemm_ladder", False)))
     config.stash[STATE].confinement = confinement
     config.stash[STATE].grading_run = bool(getattr(opt, "gemm_gradescope", None))
-    from .confinement import note
+    from .confinement import note  # lazy: keeps kernels.confine, runner.confinement out of the plugin's load
 
     note(config.stash[STATE], config)
     if shapes == "auto" and not is_xdist_worker(config):
@@ -297,7 +304,6 @@ def configure(config: pytest.Config) -> None:
         if getattr(opt, "gemm_gradescope", None) and not getattr(opt, "gemm_allow_no_gpu", False):
             _refuse_to_grade_without_gpu(config)
         _check_testable(config, grading)
-    from .results import ResultCollector
 
     config.pluginmanager.register(ResultCollector(config), f"gemm-results-{id(config)}")
     _choose_paths(config, cli_specs, ini_specs, arches, ladder_alone)
@@ -305,7 +311,7 @@ def configure(config: pytest.Config) -> None:
 
 def _note_autotuned(st: GemmState) -> None:
     """Say which kernels run the quick shape set because they autotune per shape."""
-    from ..kernels.autotune import autotunes
+    from ..kernels.autotune import autotunes  # lazy: keeps kernels.autotune out of the plugin's load
 
     tuned = [str(k.name) for k in st.kernels if autotunes(k)]
     if tuned:
@@ -336,6 +342,7 @@ def completeness_summary(terminalreporter: Any, config: pytest.Config) -> None:
         return
     chars = str(getattr(config.option, "reportchars", "") or "")
     if not any(c in chars for c in "saA"):
+        # lazy: keeps outputs, outputs.records, outputs.verdicts, runner.completeness out of the plugin's load
         from .completeness import skips_by_reason
 
         for line in skips_by_reason(terminalreporter.stats.get("skipped", [])):
@@ -346,8 +353,6 @@ def _speed_budget(config: pytest.Config) -> float:
     """gemm_speed_budget: the measured GPU seconds each timing of the speed check repeats for
     (default 1). A class on one GPU waits for every student's timing in turn, so a course may
     trade repeats for minutes."""
-    from ..measure.timing import DEFAULT_BUDGET_S  # light: no numpy, no CuPy at configure time
-
     text = str(config.getini("gemm_speed_budget") or "").strip()
     if not text:
         return DEFAULT_BUDGET_S

@@ -53,7 +53,7 @@ def check_timeout(st: GemmState, shape: tuple[int, int, int], params: dict[str, 
     if st.timeout is not None:
         return st.timeout
     if params and params.get("shapes"):
-        from ..measure.sweep import sweep_timeout
+        from ..measure.sweep import sweep_timeout  # lazy: keeps measure.sweep out of the plugin's load
 
         return sweep_timeout(params["shapes"])
     m, n, k = shape
@@ -141,6 +141,7 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     timed = _is_timed(check)
     if st.isolation == "none":
         return _run_here(kernel, check, shape, params, options, timed)
+    # lazy: keeps checks.hang_presumption, checks.sandbox, checks.sandbox_child, checks.sandbox_confine, checks.warmup, kernels.autotune, kernels.confine, kernels.declared, measure.run_cache, measure.shared_files out of the plugin's load
     from ..checks.sandbox import SandboxClient
 
     spec, index = kernel.origin_spec  # type: ignore[union-attr]
@@ -153,7 +154,7 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
     flops = flops_of(shape, params)
     limit = check_timeout(st, shape, params)
     if st.timeout is None:  # the default: an autotuner's first meeting with a shape is no hang
-        from ..kernels.autotune import tuning_allowance
+        from ..kernels.autotune import tuning_allowance  # lazy: keeps kernels.autotune out of the plugin's load
 
         limit += tuning_allowance(kernel)
     timeout, why = ledger.budget(limit, flops, timed)
@@ -311,7 +312,8 @@ def _timeout_source(st: GemmState, params: dict[str, Any]) -> str:
 def _run_here(kernel: GemmKernel, check: str, shape: tuple[int, int, int], params: dict[str, Any],
               options: dict[str, Any], timed: bool) -> dict[str, Any]:
     """--gemm-isolation none: the same check, memory release and out-of-memory retry, in this process."""
-    from ..checks.dispatch import release_memory, run_check
+    from ..checks.dispatch import release_memory, run_check  # lazy: keeps checks.dispatch out of the plugin's load
+    # lazy: keeps checks.sandbox_child out of the plugin's load
     from ..checks.sandbox_child import default_prepare, run_with_retry
 
     facts: dict[str, Any] = {}

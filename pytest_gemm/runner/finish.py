@@ -8,6 +8,7 @@ import pytest
 
 from .configure import REQUIRE_GPU_HINT
 from .state import STATE, is_xdist_worker
+from ..model.contract import CudaKernel
 
 
 def require_gpu_at_finish(session: pytest.Session) -> None:
@@ -16,6 +17,7 @@ def require_gpu_at_finish(session: pytest.Session) -> None:
     st = config.stash.get(STATE, None)
     if st is None or not st.require_gpu or is_xdist_worker(config):
         return
+    # lazy: keeps outputs, outputs.records, outputs.verdicts, runner.completeness out of the plugin's load
     from .completeness import gpu_checks_not_run
 
     reason = gpu_checks_not_run(st.results)
@@ -36,6 +38,7 @@ def nothing_compiled_at_finish(session: pytest.Session) -> None:
     st = config.stash.get(STATE, None)
     if st is None or not st.arches or is_xdist_worker(config) or not st.kernels:
         return
+    # lazy: keeps outputs, outputs.records, outputs.verdicts, runner.completeness out of the plugin's load
     from .completeness import nothing_compiled
 
     reason = nothing_compiled(st.results)
@@ -50,7 +53,7 @@ def nothing_tested_at_finish(session: pytest.Session) -> None:
     st = config.stash.get(STATE, None)
     if st is None or st.arches or is_xdist_worker(config) or not st.kernels:
         return
-    from ..model.contract import CudaKernel
+    # lazy: keeps outputs, outputs.records, outputs.verdicts, runner.completeness out of the plugin's load
     from .completeness import untested_kernels
 
     launchers = {str(k.name) for k in st.kernels if not isinstance(k, CudaKernel)}

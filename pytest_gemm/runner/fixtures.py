@@ -11,6 +11,12 @@ from typing import Any, Callable
 import pytest
 
 from ..kernels.device import GemmDevice, probe, require_device
+from .results import record_facts
+from ..model.contract import PyKernel, unsupported_reason
+from .execution import run_in_sandbox
+from .state import state
+from ..model import categories as cat
+from ..model.categories import GemmCheckFailure
 
 
 @pytest.fixture
@@ -23,7 +29,7 @@ def gemm_device() -> GemmDevice:
 def gemm_exact_inputs() -> Callable[..., Any]:
     """Factory ``(m, n, k, precision="fp32", seed=0, with_c=False) -> GemmProblem`` of
     integer-valued inputs whose every product and partial sum is exact."""
-    from ..judges.inputs import exact_inputs
+    from ..judges.inputs import exact_inputs  # lazy: numpy stays out of the plugin's load
 
     return exact_inputs
 
@@ -31,17 +37,17 @@ def gemm_exact_inputs() -> Callable[..., Any]:
 @pytest.fixture
 def gemm_random_inputs() -> Callable[..., Any]:
     """Factory ``(m, n, k, precision="fp32", distribution="uniform"|"heavy", seed=0)``."""
-    from ..judges.inputs import random_inputs
+    from ..judges.inputs import random_inputs  # lazy: numpy stays out of the plugin's load
 
     return random_inputs
 
 
 def _array_module(x: Any) -> Any:
     if type(x).__module__.startswith("cupy"):
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         return cupy
-    import numpy
+    import numpy  # lazy: numpy stays out of the plugin's load
 
     return numpy
 
@@ -49,13 +55,13 @@ def _array_module(x: Any) -> Any:
 def reference_on_best_device(a64: Any, b64: Any, alpha: float = 1.0, beta: float = 0.0, c0: Any = None) -> Any:
     """float64 ``alpha*A@B + beta*C``: on the GPU when one is usable, else numpy.
     Returns an array of the same kind (numpy or CuPy) as ``a64``."""
-    from ..judges.reference import reference
+    from ..judges.reference import reference  # lazy: numpy stays out of the plugin's load
 
-    import numpy as np
+    import numpy as np  # lazy: numpy stays out of the plugin's load
 
     xp = _array_module(a64)
     if xp is np and not isinstance(probe(), str):
-        import cupy
+        import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
         out = reference(cupy.asarray(a64, dtype=cupy.float64), cupy.asarray(b64, dtype=cupy.float64),
                         alpha=alpha, beta=beta, c0=None if c0 is None else cupy.asarray(c0), xp=cupy)
@@ -73,7 +79,7 @@ def gemm_reference() -> Callable[..., Any]:
 @pytest.fixture
 def gemm_assert_bit_identical() -> Callable[..., None]:
     """``check(got, want, tile=None)``: bit-for-bit equality with a diagnosis on failure."""
-    from ..judges.diagnose import assert_bit_identical
+    from ..judges.diagnose import assert_bit_identical  # lazy: numpy stays out of the plugin's load
 
     return assert_bit_identical
 
@@ -81,7 +87,7 @@ def gemm_assert_bit_identical() -> Callable[..., None]:
 @pytest.fixture
 def gemm_assert_accurate() -> Callable[..., Any]:
     """``check(got, problem, precision=None)``: within the K- and precision-derived error bound."""
-    from ..checks.accuracy import assert_accurate_problem
+    from ..checks.accuracy import assert_accurate_problem  # lazy: numpy stays out of the plugin's load
 
     return assert_accurate_problem
 
@@ -89,7 +95,7 @@ def gemm_assert_accurate() -> Callable[..., Any]:
 @pytest.fixture
 def gemm_timer(gemm_device: GemmDevice) -> Any:
     """``timer(fn, flops=...)`` -> TimingResult (CUDA events, L2 flushed, median and spread)."""
-    from ..measure.timing import time_gpu
+    from ..measure.timing import time_gpu  # lazy: a test replaces time_gpu on its module
 
     def timer(fn: Callable[[], Any], *, flops: float, **kwargs: Any) -> Any:
         kwargs.setdefault("l2_bytes", gemm_device.l2_bytes)
@@ -101,8 +107,6 @@ def gemm_timer(gemm_device: GemmDevice) -> Any:
 @pytest.fixture
 def gemm_record(request: pytest.FixtureRequest) -> Callable[[dict], None]:
     """``record(facts)``: attach extra JSON facts (resources) to this check's result record."""
-    from .results import record_facts
-
     def record(facts: dict) -> None:
         record_facts(request.node, facts)
 
@@ -121,22 +125,16 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
     """``run(params=None)`` runs ``gemm_case``'s check on its kernel (in the kernel's sandbox
     process) and records the facts it reports; ``params`` replaces the case's parameters.
     Skips when there is no GPU or the GPU is below the kernel's min_cc."""
-    from ..model.contract import PyKernel, unsupported_reason
-    from .execution import run_in_sandbox
-    from .results import record_facts
-    from .state import state
-
     kernel = gemm_case.kernel
 
     def record(facts: dict) -> None:
         record_facts(request.node, facts)
 
     def run(params: dict | None = None) -> dict:
+        # lazy: keeps kernels.autotune, kernels.confine, kernels.declared out of the plugin's load
         from ..kernels.declared import is_bad
 
         if is_bad(kernel):  # its declaration is wrong: it is not run, and says why
-            from ..model import categories as cat
-            from ..model.categories import GemmCheckFailure
 
             raise GemmCheckFailure(cat.LAUNCH_ERROR, kernel.message,
                                    ["the kernel was not run: its declaration is wrong (the other kernels are tested)"])
@@ -148,6 +146,7 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
                 raise
             no_gpu = str(exc.msg)
         if no_gpu is not None:  # no GPU: the launcher's own code still runs, with stand-in arrays
+            # lazy: keeps kernels.autotune, kernels.confine, kernels.declared, kernels.dry_run, kernels.loader out of the plugin's load
             from ..kernels.dry_run import check_offline
 
             check_offline(kernel, str(request.config.invocation_params.dir), no_gpu,  # fails or skips

@@ -11,12 +11,14 @@ import pytest
 
 from .compare import COMPARE
 from .state import GRADED_PROPERTY, RESULT_PROPERTY, STATE, is_ladder_entry, is_xdist_worker, state
+from ..model.categories import FAULT, GemmCheckFailure, is_cuda_error
+from _pytest.junitxml import xml_key
+from .compare import command_line, compare_at_finish, kernel_folders
 
 
 def _category(excinfo: Any) -> str | None:
     if excinfo is None:
         return None
-    from ..model.categories import FAULT, GemmCheckFailure, is_cuda_error
 
     exc = excinfo.value
     if isinstance(exc, GemmCheckFailure):
@@ -39,7 +41,7 @@ def _summary_and_details(call: pytest.CallInfo, report: pytest.TestReport,
                          category: str | None) -> tuple[str | None, tuple[str, ...]]:
     """A check's finding as it was raised: a GemmCheckFailure's summary and details as they are,
     anything else split from its text."""
-    from ..model.categories import GemmCheckFailure
+    # lazy: keeps outputs, outputs.records, outputs.verdicts out of the plugin's load
     from ..outputs.records import split_message
 
     exc = call.excinfo.value if call.excinfo is not None else None
@@ -60,13 +62,12 @@ FACTS = pytest.StashKey[dict]()
 def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
     """Attach the check's typed record (kernel, check, shape, outcome, category, summary,
     details, facts), serialised once: it crosses xdist as this one JSON property."""
+    # lazy: keeps outputs, outputs.records, outputs.verdicts out of the plugin's load
     from ..outputs.records import CheckRecord
 
     params = item.callspec.params if hasattr(item, "callspec") else {}
     if report.failed and report.when == "call" and _category(call.excinfo) and call.excinfo is not None \
             and not item.config.getoption("fulltrace", False):
-        from ..model.categories import GemmCheckFailure
-
         if isinstance(call.excinfo.value, GemmCheckFailure):  # the whole message; our code's traceback is noise
             report.longrepr = str(call.excinfo.value)
     if report.when not in ("setup", "call") or (report.when == "setup" and report.passed):
@@ -106,6 +107,7 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
 
 def _annotate_graded_test(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
     """A user's own test marked gemm_weight / gemm_visibility: its own Gradescope test."""
+    # lazy: keeps grading, grading.config, grading.gradescope, measure.quiet, outputs, outputs.records, outputs.verdicts out of the plugin's load
     from ..grading.gradescope import user_test_record
 
     record = user_test_record(item, report.outcome, _outcome_text(call, report), _category(call.excinfo))
@@ -120,6 +122,7 @@ class ResultCollector:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # lazy: keeps outputs, outputs.records, outputs.verdicts out of the plugin's load
         from ..outputs.records import CheckRecord
 
         if report.when == "teardown":
@@ -133,6 +136,7 @@ class ResultCollector:
 
 def run_results(config: pytest.Config) -> Any:
     """The run's ``RunResults``, built once from the collected records (after the last test)."""
+    # lazy: keeps outputs, outputs.records, outputs.verdicts out of the plugin's load
     from ..outputs.records import RunResults
 
     st = state(config)
@@ -142,6 +146,7 @@ def run_results(config: pytest.Config) -> Any:
 
 
 def terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    # lazy: keeps outputs, outputs.launch_view, outputs.process_time, outputs.records, outputs.report, outputs.verdicts out of the plugin's load
     from ..outputs.report import summary_lines
 
     if STATE not in config.stash:
@@ -154,16 +159,16 @@ def write_outputs(config: pytest.Config) -> None:
     if STATE not in config.stash or is_xdist_worker(config):
         return
     st = state(config)
+    # lazy: keeps outputs, outputs.junit, outputs.launch_view, outputs.meta, outputs.records, outputs.verdicts out of the plugin's load
     from ..outputs.junit import add_verdict_properties
+    # lazy: keeps outputs, outputs.launch_view, outputs.process_time, outputs.records, outputs.report, outputs.verdicts out of the plugin's load
     from ..outputs.report import json_report, write_json
 
     run = run_results(config)
     for result in run.kernels.values():
         config.hook.pytest_gemm_kernel_result(config=config, result=result)
+    # lazy: keeps outputs, outputs.junit, outputs.launch_view, outputs.meta, outputs.records, outputs.verdicts out of the plugin's load
     from ..outputs.junit import add_run_property
-    from _pytest.junitxml import xml_key
-
-    from .compare import command_line, compare_at_finish, kernel_folders
 
     path = getattr(config.option, "gemm_report", None)
     named = bool(path) or config.stash.get(COMPARE, None) is not None  # the device: in a written or compared report
@@ -180,6 +185,7 @@ def write_outputs(config: pytest.Config) -> None:
         write_json(Path(path), report)
     plot = st.plot
     if plot:
+        # lazy: keeps measure.sweep, outputs, outputs.launch_view, outputs.plot, outputs.process_time, outputs.records, outputs.report, outputs.sweep_table, outputs.verdicts out of the plugin's load
         from ..outputs.plot import plot_ranking
 
         try:
@@ -189,6 +195,7 @@ def write_outputs(config: pytest.Config) -> None:
             st.notes.append(f"--gemm-plot: could not draw {plot}: {type(exc).__name__}: {exc}")
     gradescope = getattr(config.option, "gemm_gradescope", None)
     if gradescope:
+        # lazy: keeps grading, grading.config, grading.gradescope, measure.quiet, outputs, outputs.records, outputs.verdicts out of the plugin's load
         from ..grading.gradescope import write_results
 
         write_results(Path(gradescope), run, st.grading, graded=st.graded,

@@ -73,6 +73,7 @@ def is_xdist_worker(config: pytest.Config) -> bool:
 def kernels_under_test(config: pytest.Config) -> list[GemmKernel]:
     st = state(config)
     if not st.kernels:  # the ladder is the default target, loaded only when a test asks for it
+        # lazy: keeps kernels.autotune, kernels.confine, kernels.declared, kernels.loader out of the plugin's load
         from ..kernels.loader import load_spec
 
         st.kernels = load_spec(LADDER_SPEC)
@@ -86,6 +87,7 @@ def ladder_for_ranking(config: pytest.Config) -> list[GemmKernel]:
     if not st.rank_ladder:
         return []
     if st.ladder is None:
+        # lazy: keeps kernels.autotune, kernels.confine, kernels.declared, kernels.loader out of the plugin's load
         from ..kernels.loader import load_spec
 
         under_test = kernels_under_test(config)
@@ -110,9 +112,7 @@ def is_ladder_entry(config: pytest.Config, kernel: GemmKernel) -> bool:
 
 def requested_sweep(config: Any) -> list[Shape] | None:
     """The sizes asked for with ``--gemm-sweep`` (None when not given); a bad value is a UsageError."""
-    import pytest
-
-    from ..measure.sweep import parse_sweep
+    from ..measure.sweep import parse_sweep  # lazy: keeps measure.sweep out of the plugin's load
 
     st = config.stash.get(STATE, None)
     if st is not None and getattr(st, "sweep", None):

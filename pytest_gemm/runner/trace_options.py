@@ -65,7 +65,7 @@ def export_choice(config: pytest.Config) -> None:
     runs at a process's start-up, before any check's options arrive): an untraced run, the one
     a timing is compared against, never loads the profiler."""
 
-    from ..measure.trace import TRACE_ENV
+    from ..measure.trace import TRACE_ENV  # lazy: keeps judges, judges.launches, measure.trace out of the plugin's load
 
     if trace_options(config)["trace"] == "off":
         os.environ[TRACE_ENV] = "off"
