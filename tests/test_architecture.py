@@ -104,10 +104,7 @@ def test_no_module_is_over_400_lines(name: str):
 
 #: Imports inside functions in files others are editing now (issue 49): the lead adds each one's
 #: reason (or moves it to the top) and removes it here; an entry whose import has its reason fails.
-AWAITING_A_REASON = {
-    "checks/sandbox.py": 4, "checks/speed.py": 2, "kernels/confine.py": 1, "measure/gpu_lock.py": 3,
-    "measure/timed.py": 12,
-}
+AWAITING_A_REASON: dict[str, int] = {}
 
 
 def _unexplained_function_imports(package: Path) -> dict[str, list[str]]:

@@ -44,12 +44,15 @@ import tempfile
 import time
 from typing import Any, Callable, ContextManager
 
+import pytest
+
+from ..measure.gpu_lock import waited_seconds
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
-from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
 from .hang_presumption import PresumeHung
+from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
 from .sandbox_confine import confined_command
-from .warmup import WarmupTimeout
+from .warmup import WarmupClock, WarmupTimeout, budget_s
 
 OUTPUT_LIMIT = 1500  # characters of the child's output quoted in a failure
 LOAD_TIMEOUT = 120.0     # seconds to start the child and import the kernel's module
@@ -130,8 +133,6 @@ class SandboxClient:
         (unbounded, as when the parent takes it: every holder is bounded by its own timeout) nor
         warms up (its own budget runs then: ``checks/warmup.py``); the child reports both. ``hung``
         presumes the check hung (``GpuHold.presume_hung``) once its own time reaches it. Raises TimeoutError."""
-        from .warmup import WarmupClock, budget_s
-
         left, waiting, warm = timeout, False, WarmupClock(budget_s(), self.progress)
         while True:
             started = time.monotonic()
@@ -259,8 +260,6 @@ class SandboxClient:
         """Wait for the child's answer to a load request (sent by _start or a retarget), then
         prepare, holding ``guard()`` (it uses the GPU). Where the seconds went is kept in
         ``last_start`` (``fresh``: a new process, whose start and imports are counted too)."""
-        from ..measure.gpu_lock import waited_seconds
-
         loaded = self._startup_reply("loading the kernel (starting its process, importing its module)",
                                      LOAD_TIMEOUT, shape_text)
         start: dict[str, float] = {}
@@ -306,8 +305,6 @@ class SandboxClient:
         limit came from in a timeout's message); ``guard()`` is held while the check runs,
         ``startup_guard()`` while a new child prepares the kernel; a check or start-up still
         running after ``hold_s`` or ``startup_hold_s`` seconds is presumed hung (``GpuHold.presume_hung``)."""
-        from ..measure.gpu_lock import waited_seconds
-
         shape_text = "x".join(map(str, shape))
         self.last_seconds, self.check_timed_out, self.last_start = None, False, None
         self.last_lock_wait_s = self.last_warmup_s = 0.0
@@ -357,8 +354,6 @@ def _kill_group(pid: int) -> None:
 
 
 def _raise(reply: dict[str, Any]) -> Any:
-    import pytest
-
     status = reply["status"]
     if status == "fail":
         exc = GemmCheckFailure(reply["category"], reply["summary"], reply.get("details", []))

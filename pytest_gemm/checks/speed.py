@@ -45,7 +45,7 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
     copies, so it is not verified), the last output (stale_output), a timer replaced by the
     timed calls (before cuBLAS is timed), a rate above the roof or a time below the memory
     floor, then the optional cuBLAS gate."""
-    import cupy
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     precision = h.kernel.precision
     problems = problems_for(precision, shape)  # host work: drawn before the GPU is taken
@@ -96,7 +96,7 @@ def run(h: Harness, shape: Shape, params: dict, record: Callable[[dict[str, Any]
 
 def reject_tampering(name: str) -> None:
     """timing_escape when the kernel's process replaced a function the timing rests on."""
-    from ..measure.integrity import tampered
+    from ..measure.integrity import tampered  # lazy: a test replaces tampered on its module
 
     replaced = tampered()
     if replaced:

@@ -173,7 +173,7 @@ def why_not(level: str) -> str | None:
         problem = _probe(_bubblewrap(["true"], [], [], Path("/")))
         return None if problem is None else f"bwrap cannot make its namespaces here: {problem}"
     try:
-        import landlock
+        import landlock  # lazy: optional (landlock)
         abi = landlock.landlock_abi_version()
     except Exception as exc:  # noqa: BLE001 - not installed, or the kernel has no Landlock
         return f"Landlock is not usable ({type(exc).__name__}: {exc}); pip install landlock, on a kernel >= 5.13"

@@ -36,6 +36,7 @@ time went.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -162,8 +163,6 @@ class GpuHold:
         if self._fds is None or not self.owner or self.exclusive:
             return
         fd = _open(self.running_path)
-        import fcntl
-
         fcntl.flock(fd, fcntl.LOCK_SH)  # a timed check only tests the mark, for an instant
         self._running_fd, self._presumed = fd, time.time()
         self._let_go()
@@ -183,8 +182,6 @@ class GpuHold:
 
 def _marked_running(path: Path) -> bool:
     """Does some check presumed hung still run (a shared lock on ``path``)?"""
-    import fcntl
-
     fd = _open(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -249,8 +246,6 @@ def _waiting() -> Iterator[None]:
 
 
 def _lock(exclusive: bool, lock_fd: int, turnstile_fd: int) -> None:
-    import fcntl
-
     if exclusive:
         fcntl.flock(turnstile_fd, fcntl.LOCK_EX)  # new shared holders now wait behind us
         try:

@@ -13,11 +13,19 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..judges.diagnose import FILL_BITS, unwritten_mask
+from ..judges.inputs import exact_inputs
+from ..judges.reference import reference
 from ..kernels.harness import Harness, harness_for, keep_secret
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
+from ..model.contract import PyKernel
 from ..model.shapes import Shape, shape_str
+from .cublas import CUBLAS
+from .gpu_lock import gpu_lock
+from .quiet import wait_until_quiet
+from .roof_bench import fma_probe
 from .roofs import impossible_timing, reported_roof, roof_tflops
+from .run_cache import shared
 from .timing import TimingResult, escape_verdict, escaped_work, gemm_flops, time_gpu
 
 ROTATE = 3               # buffer sets the timed calls rotate over
@@ -41,8 +49,6 @@ def problems_for(precision: str, shape: Shape) -> list[Any]:
     process never holds more than one shape's sets."""
     key = (precision, tuple(shape))
     if key not in _PROBLEMS:
-        from ..judges.inputs import exact_inputs
-
         _PROBLEMS.clear()
         _PROBLEMS[key] = [exact_inputs(*shape, precision=precision, seed=100 + i) for i in range(DATA_SETS)]
     return _PROBLEMS[key]
@@ -56,10 +62,7 @@ def warm_outside_lock(h: Harness, shape: Shape, problems: list[Any]) -> None:
     stopped every process on the GPU for as long as the search took (the launch run's speed
     checks waited 367 s for the lock on the H200 at f3767e3). A CUDA C kernel is compiled and
     loaded when its process starts: nothing to warm here."""
-    import cupy
-
-    from ..model.contract import PyKernel
-    from .gpu_lock import gpu_lock
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     if not isinstance(h.kernel, PyKernel):
         return
@@ -75,9 +78,7 @@ def warm_outside_lock(h: Harness, shape: Shape, problems: list[Any]) -> None:
 def timed_run(h: Harness, shape: Shape, budget_s: float,
                problems: list[Any] | None = None) -> tuple[TimingResult, Callable[[], None]]:
     """Time ``h``'s kernel over rotating buffers and cycling exact inputs; return the timing and a verifier."""
-    import cupy
-
-    from ..judges.reference import reference
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     m, n, k = shape
     if problems is None:
@@ -142,11 +143,7 @@ def time_cublas(precision: str, shape: Shape, device: Any, budget_s: float,
     GPU exclusively (``gpu_lock``)."""
     key = (precision, shape, device.index)
     if key not in _CUBLAS_TIMES:
-        from .run_cache import shared
-
         def measure() -> dict[str, Any]:
-            from .cublas import CUBLAS
-
             timing, verify = timed_run(harness_for(CUBLAS[precision], device), shape, budget_s, problems)
             verify()
             return timing.as_dict()
@@ -161,8 +158,7 @@ def process_roofs(device: Any, measure: bool = True) -> dict[str, Any]:
     where ``run_cache.py`` says so), or {} when not measured. Call it holding the GPU exclusively."""
     if not measure:
         return {}
-    from .roof_bench import measured_roofs
-    from .run_cache import shared
+    from .roof_bench import measured_roofs  # lazy: a test replaces measured_roofs on its module
 
     try:
         return shared(device, "roofs", lambda: measured_roofs(device))
@@ -175,13 +171,9 @@ def gpu_quiet(device: Any, measured: dict[str, Any],
     """Wait until no other context's work shares the GPU (``quiet.py``), against the measured
     FP32 roof; call it holding the GPU exclusively, just before timing (``step_aside``: the
     hold's ``GpuHold.step_aside``, so that the shared holders run while the GPU is busy)."""
-    from .quiet import wait_until_quiet
-
     roof = (measured.get("tflops") or {}).get("fp32")
     if not roof:
         return wait_until_quiet(lambda: 0.0, None)
-    from .roof_bench import fma_probe
-
     try:
         probe = fma_probe(device)
     except Exception as exc:  # noqa: BLE001 - the timing still runs; say why it was not checked
