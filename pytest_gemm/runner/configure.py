@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ..grading.config import GradingConfig
 from ..model.contract import GemmKernel, GemmSpecError
 from ..model.shapes import parse_shape
 from .state import STATE, GemmState, is_xdist_worker
@@ -96,9 +97,6 @@ def _first_compiling_arch(kernels: list[GemmKernel]) -> None:
 
 
 def _grading(config: pytest.Config) -> Any:
-    # lazy: keeps grading, grading.config, grading.gradescope, measure.quiet, outputs, outputs.records, outputs.verdicts out of the plugin's load
-    from ..grading.gradescope import GradingConfig
-
     try:
         return GradingConfig.from_ini(config.getini)
     except ValueError as exc:
