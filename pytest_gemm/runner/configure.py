@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from ..grading.config import GradingConfig
-from ..model.contract import GemmKernel, GemmSpecError
+from ..model.contract import GemmKernel
+from ..model.declaration import GemmSpecError
 from ..model.shapes import parse_shape
 from .state import STATE, GemmState, is_xdist_worker
 import os
