@@ -21,7 +21,8 @@ from typing import Any, Sequence
 from ..checks import registry
 from ..measure.quiet import busy_note
 from ..model.categories import HARNESS_OUT_OF_MEMORY
-from ..outputs.records import BLAS_ZERO_RULES, NO_GPU_PREFIX, UNTRUSTED_TIMING, CheckRecord, RunResults, as_records
+from ..outputs.records import CheckRecord, RunResults, as_records
+from ..outputs.verdicts import BLAS_ZERO_RULES, UNTRUSTED_TIMING
 from .config import CHECKS, VISIBILITIES, GradingConfig
 from ..outputs.process_time import time_summary
 from ..outputs.launch_view import kernel_launches
