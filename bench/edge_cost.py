@@ -121,7 +121,7 @@ def summarize_rung(rung: str, edge_rounds: Sequence[float], no_edge_rounds: Sequ
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
-    from pytest_gemm.checks.cases import parse_shape as parse
+    from pytest_gemm.model.shapes import parse_shape as parse
 
     try:
         return parse(text)

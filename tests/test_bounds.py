@@ -16,7 +16,7 @@ from pytest_gemm.judges.bounds import (
     AccuracyReport, allowed_ratio, assert_accurate, check_accuracy, fp32_ratio, tensor_core_ratio, tolerance_report,
 )
 from pytest_gemm.model.categories import GemmCheckFailure
-from pytest_gemm.judges.diagnose import poison
+from pytest_gemm.judges.sentinels import poison
 from pytest_gemm.judges.inputs import random_inputs
 from pytest_gemm.model.precision import bf16_bits_to_float32, float32_to_bf16_bits, round_to_tf32
 from pytest_gemm.judges.reference import abs_gauge, abs_product, reference

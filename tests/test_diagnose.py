@@ -8,9 +8,8 @@ import pytest
 
 from pytest_gemm.model import categories
 from pytest_gemm.model.categories import GemmCheckFailure
-from pytest_gemm.judges.diagnose import (
-    POISON_BITS, Diagnosis, assert_bit_identical, compare_runs, diagnose, poison, unwritten_mask,
-)
+from pytest_gemm.judges.diagnose import Diagnosis, assert_bit_identical, compare_runs, diagnose
+from pytest_gemm.judges.sentinels import POISON_BITS, poison, unwritten_mask
 from pytest_gemm.judges.inputs import exact_inputs
 from pytest_gemm.judges.reference import reference
 

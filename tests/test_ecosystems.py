@@ -18,7 +18,7 @@ from suite_helpers import load_registered
 from pytest_gemm import PyKernel
 from pytest_gemm.kernels import autotune
 from pytest_gemm.kernels.loader import load_spec
-from pytest_gemm.model.contract import GemmSpecError
+from pytest_gemm.model.declaration import GemmSpecError
 ROOT = Path(__file__).resolve().parent.parent
 
 

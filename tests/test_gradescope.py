@@ -6,17 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_gemm.grading.gradescope import (
-    DEFAULT_WEIGHTS,
-    GradingConfig,
-    build_results,
-    failure_results,
-    user_test_record,
-    visibility_from_marker,
-    weight_from_marker,
-    write_failure_results,
-    write_results,
-)
+from pytest_gemm.grading.config import (DEFAULT_WEIGHTS, GradingConfig, user_test_record, visibility_from_marker,
+                                        weight_from_marker)
+from pytest_gemm.grading.gradescope import build_results, failure_results, write_failure_results, write_results
 
 NO_GPU = "no usable GPU: cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version"
 K = "student tiled"

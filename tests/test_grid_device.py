@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_gemm import CudaKernel
-from pytest_gemm.model.contract import EmptyGridError, GemmSpecError, grid_takes_device
+from pytest_gemm.model.declaration import EmptyGridError, GemmSpecError, grid_takes_device
 
 SRC = 'extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {}'
 

@@ -11,7 +11,7 @@ import pytest
 from pytest_gemm import PyKernel, module_kernel
 from pytest_gemm.kernels.loader import load_spec
 from pytest_gemm.kernels.modules import copy_note, looks_like_module
-from pytest_gemm.model.contract import GemmSpecError
+from pytest_gemm.model.declaration import GemmSpecError
 
 SOLUTION = '''
 BUILT = []
@@ -157,7 +157,8 @@ def test_a_launcher_with_its_own_defaulted_parameters_is_called_with_three():
     that needs a fourth argument does not."""
     import pytest
 
-    from pytest_gemm.model.contract import GemmSpecError, kernel
+    from pytest_gemm.model.contract import kernel
+    from pytest_gemm.model.declaration import GemmSpecError
 
     def with_stream(a, b, c, stream=None): ...
     def scaled(a, b, c, alpha, beta, stream=None): ...

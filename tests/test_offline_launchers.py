@@ -110,7 +110,7 @@ def test_compile_only_mode_compiles_both_hopper_rungs_for_sm_90a(project):
 
 def test_builds_must_be_cuda_kernel_declarations_and_each_is_validated():
     from pytest_gemm import CudaKernel, kernel
-    from pytest_gemm.model.contract import GemmSpecError
+    from pytest_gemm.model.declaration import GemmSpecError
 
     with pytest.raises(GemmSpecError, match="builds= lists pytest_gemm.CudaKernel"):
         kernel(builds=["mm.cu"])(lambda a, b, c: None).validate()

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from pytest_gemm import CudaKernel, kernel
-from pytest_gemm.model.contract import GemmSpecError
+from pytest_gemm.model.declaration import GemmSpecError
 from pytest_gemm.model.prototype import find, problems
 
 SOURCE = textwrap.dedent("""

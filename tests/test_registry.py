@@ -78,7 +78,7 @@ def test_every_timed_check_takes_the_gpu_alone_and_waits_for_quiet_itself():
     check must take the GPU-wide lock exclusively around its timings and probe for a quiet GPU,
     as checks/speed.py and checks/sweep.py do (CONTRIBUTING.md)."""
     from pytest_gemm.model import categories as cat
-    from pytest_gemm.outputs.records import TIMED_CHECKS
+    from pytest_gemm.outputs.verdicts import TIMED_CHECKS
     from pytest_gemm.runner.execution import _is_timed
 
     timed = [c for c in registry.CHECKS if c.timed]

@@ -12,7 +12,8 @@ from pytest_gemm.judges.diagnose import diagnose
 from pytest_gemm.judges.inputs import exact_inputs
 from pytest_gemm.judges.patterns import THREE_TF32, split_tf32, three_tf32
 from pytest_gemm.model import categories as cat
-from pytest_gemm.outputs.records import CheckRecord, kernel_verdict
+from pytest_gemm.outputs.records import CheckRecord
+from pytest_gemm.outputs.verdicts import kernel_verdict
 
 
 def test_the_split_and_the_product_by_hand():

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gemm.outputs.records import CheckRecord, kernel_results, kernel_verdict, timing_trusted
+from pytest_gemm.outputs.records import CheckRecord, kernel_results, timing_trusted
+from pytest_gemm.outputs.verdicts import kernel_verdict
 
 
 def rec(check, outcome="passed", category=None, shape=(64, 64, 64), message=None, **facts):

@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from .common import Harness, reject_writes_outside_c, run_kernel
+from ..kernels.harness import Harness, keep_secret
+from .common import reject_writes_outside_c, run_kernel
 from ..judges.bounds import check_accuracy
 from ..judges.inputs import random_inputs
 from ..judges.reference import abs_product, reference
-from ..kernels.harness import keep_secret
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
 

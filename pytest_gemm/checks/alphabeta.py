@@ -17,7 +17,8 @@ from ..judges.reference import abs_product
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape, shape_str
-from .common import Harness, assert_exact, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
+from ..kernels.harness import Harness
+from .common import assert_exact, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
 
 _RULE = "C must equal alpha*A@B + beta*C_old"
 

@@ -34,7 +34,8 @@ from ..judges.zero_scalars import (ALPHA_ZERO_BETA, C_POISONS, ab_read_mask, alp
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape, shape_str
-from .common import Harness, assert_exact, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
+from ..kernels.harness import Harness
+from .common import assert_exact, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
 
 SHAPES: tuple[Shape, ...] = ((1, 1, 1), (17, 33, 65), (127, 255, 63), (1000, 1000, 1000))
 FIX = ("fix: skip the read when beta is 0, e.g. C[i] = (beta == 0.0f) ? alpha * acc : alpha * acc + beta * C[i] "

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..model.contract import GemmKernel, short_id
-from ..model.shapes import Shape, parse_shape, shape_str  # noqa: F401  (re-exported for the suite)
+from ..model.shapes import Shape
 
 
 # Exact correctness: square, non-square, skinny, large K, primes, ragged.

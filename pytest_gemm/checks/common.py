@@ -1,5 +1,7 @@
 """What every GPU check shares: launching through the harness with CUDA errors
-turned into categories, the float64 reference on the device, the exact comparison."""
+turned into categories, the float64 reference on the device, the exact comparison.
+The harness itself (``Harness``, ``LaunchResult``, ``harness_for``, ``keep_secret``) lives in
+``kernels/harness.py``: import those names from there."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +10,7 @@ import numpy as np
 
 from ..judges.diagnose import assert_bit_identical
 from ..judges.reference import reference
-from ..kernels.harness import Harness, LaunchResult, harness_for, keep_secret  # noqa: F401  (re-exported for checks)
+from ..kernels.harness import Harness, LaunchResult, keep_secret
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import CudaKernel, GemmKernel

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import Harness, reference_f32, reject_writes_outside_c, run_kernel, tile_of, to_numpy
-from ..judges.diagnose import diagnose, unwritten_mask
+from ..kernels.harness import Harness
+from .common import reference_f32, reject_writes_outside_c, run_kernel, tile_of, to_numpy
+from ..judges.diagnose import diagnose
+from ..judges.sentinels import unwritten_mask
 from ..judges.inputs import exact_inputs
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure

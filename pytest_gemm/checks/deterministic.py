@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .common import Harness, bits_equal, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
+from ..kernels.harness import Harness, keep_secret
+from .common import bits_equal, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
 from ..judges.history import judge_launches
@@ -23,7 +24,6 @@ from ..judges.bounds import check_accuracy
 from ..judges.reference import abs_product
 from ..judges.bounds import fraction_within_bound
 from ..judges.inputs import GemmInexactError, exact_inputs
-from ..kernels.harness import keep_secret
 
 RUNS = 5
 SEED, NEW_SEED = 4, 7

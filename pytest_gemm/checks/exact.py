@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .common import Harness, assert_exact, reference_f32, reject_writes_outside_c, run_kernel
+from ..kernels.harness import Harness
+from .common import assert_exact, reference_f32, reject_writes_outside_c, run_kernel
 from ..judges.bounds import rounding_sized
 from ..judges.inputs import exact_inputs
 from ..judges.reference import abs_product

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import Harness, run_kernel
+from ..kernels.harness import Harness
+from .common import run_kernel
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape

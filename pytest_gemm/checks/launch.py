@@ -6,7 +6,8 @@ from typing import Any, Callable
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import PyKernel
-from .common import Harness, run_kernel
+from ..kernels.harness import Harness
+from .common import run_kernel
 from ..judges.inputs import exact_inputs
 from ..kernels.stream_probe import run_held
 

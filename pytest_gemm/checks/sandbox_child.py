@@ -45,7 +45,7 @@ from ..measure.gpu_lock import observe_waits, waited_seconds
 from ..measure.integrity import pin
 from ..measure.trace import call_entered, call_returned
 from ..measure.trace import prepare as prepare_trace
-from ..model.contract import GemmSpecError
+from ..model.declaration import GemmSpecError
 from .warmup import watching
 
 STARTED = time.monotonic()  # when this module was imported: the child's interpreter is up

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ..measure.run_cache import CACHE_ENV
-from .gradescope import GradingConfig
+from .config import GradingConfig
 from .processes import run_with_limit
 from .students import (DEFAULT_TIMEOUT, ERROR, GRADED, CommandBuilder, Runner, StudentResult, grade_one,
                        harness_failed, load_grading_config)

@@ -38,7 +38,7 @@ from typing import Sequence
 
 from .classrun import StudentGrading, cpu_cores, default_jobs, grade_all
 from .gradebook_files import check_columns, clip, summary_table, write_csv, write_json
-from .gradescope import GradingConfig
+from .config import GradingConfig
 from .students import DEFAULT_TIMEOUT, StudentResult, load_grading_config
 from .submissions import find_submissions
 from .dask_scheduler import DaskProblem, grade_class

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from .gradescope import CHECKS, GradingConfig
+from .config import CHECKS, GradingConfig
 from .students import StudentResult
 from tabulate import tabulate
 

@@ -6,7 +6,8 @@ Pure: tested with no GPU. The format is Gradescope's
 Gradescope test per kernel and check group ("exact (34 shapes)"), scored with
 partial credit, and a leaderboard for the submission when it is correct.
 
-Configuration: ``grading/config.py``. The kernel's verdict and root cause come from
+Configuration (``GradingConfig``, the weights, the markers' readers, the user's graded tests):
+``grading/config.py``; import those names from there. The kernel's verdict and root cause come from
 ``outputs/records.py``: a failing kernel's other failures are marked as consequences.
 """
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Any, Sequence
 from ..checks import registry
 from ..measure.quiet import busy_note
 from ..model.categories import HARNESS_OUT_OF_MEMORY
-from ..outputs.records import BLAS_ZERO_RULES, NO_GPU_PREFIX, UNTRUSTED_TIMING, CheckRecord, RunResults, as_records
-from .config import (CHECKS, DEFAULT_WEIGHTS, VISIBILITIES, GradingConfig, user_test_record,  # noqa: F401
-                     visibility_from_marker, weight_from_marker)
+from ..outputs.records import CheckRecord, RunResults, as_records
+from ..outputs.verdicts import BLAS_ZERO_RULES, UNTRUSTED_TIMING
+from .config import CHECKS, VISIBILITIES, GradingConfig
 from ..outputs.process_time import time_summary
 from ..outputs.launch_view import kernel_launches
 
@@ -365,6 +366,4 @@ def write_failure_results(path: str | Path, reason: str, config: GradingConfig |
     return result
 
 
-__all__ = ["CHECKS", "DEFAULT_WEIGHTS", "GradingConfig", "VISIBILITIES", "build_results", "failure_results",
-           "user_test_record", "visibility_from_marker", "weight_from_marker", "write_failure_results",
-           "write_results"]
+__all__ = ["build_results", "failure_results", "write_failure_results", "write_results"]

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..model.categories import HARNESS_OUT_OF_MEMORY
-from .gradescope import GradingConfig, failure_results
+from .config import GradingConfig
+from .gradescope import failure_results
 from .processes import RunOutcome, run_with_limit
 from .submissions import Submission, build_command
 

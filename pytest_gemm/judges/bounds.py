@@ -99,7 +99,7 @@ from typing import Any
 import numpy
 
 from ..model.categories import PRECISION_TOO_LOW, UNWRITTEN_OUTPUT, WRONG_VALUES, GemmCheckFailure
-from .diagnose import unwritten_mask
+from .sentinels import unwritten_mask
 from ..model.precision import Precision, get_precision
 
 UNIT_ROUNDOFF = 2.0 ** -24

@@ -8,7 +8,9 @@ most a few million elements, so this costs nothing next to a failing test.
 Every launch starts from C filled with ``FILL_BITS`` (a finite value no correct
 result can equal), or, in the beta == 0 check, ``POISON_BITS`` (a NaN with a
 payload no arithmetic produces): an element still holding exactly those bits
-was never written by the kernel.
+was never written by the kernel. The sentinels (``FILL_BITS``, ``POISON_BITS``, ``fill``,
+``poison``, ``unwritten_mask``) live in ``sentinels.py``, the region's words (``describe_region``)
+in ``region.py``: import those names from there.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from .patterns import nan_note, rounded_inputs, three_tf32_output, value_pattern
 from .region import describe_region, pct
-from .sentinels import FILL_BITS, POISON_BITS, SENTINELS, fill, fmt_value, poison, unwritten_mask  # noqa: F401
+from .sentinels import fmt_value, unwritten_mask
 from ..model.categories import NONDETERMINISTIC, PRECISION_TOO_LOW, UNWRITTEN_OUTPUT, WRONG_VALUES, GemmCheckFailure
 
 def _host(x: Any) -> np.ndarray:
@@ -174,8 +176,5 @@ def compare_runs(first: Any, second: Any, *, tile: tuple[int, int] | None = None
     return Diagnosis(NONDETERMINISTIC, summary, details + more, count, first_at)
 
 
-__all__ = [
-    "POISON_BITS", "FILL_BITS", "SENTINELS", "poison", "fill", "unwritten_mask", "Diagnosis", "diagnose", "describe_region", "compare_runs",
-    "assert_bit_identical",
-]
+__all__ = ["Diagnosis", "diagnose", "compare_runs", "assert_bit_identical"]
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..model.contract import GemmSpecError
+from ..model.declaration import GemmSpecError
 from .declared import describe
 from .loader import load_spec
 

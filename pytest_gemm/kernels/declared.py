@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..model.contract import CudaKernel, GemmKernel, GemmSpecError, PyKernel
+from ..model.contract import CudaKernel, GemmKernel, PyKernel
+from ..model.declaration import GemmSpecError
 from ..model.declaration import grid_takes_device
 from .autotune import autotunes, tuning_allowance
 from . import confine

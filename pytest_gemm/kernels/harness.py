@@ -14,7 +14,7 @@ import numpy as np
 
 from ..model.contract import GemmKernel
 from .device import GemmDevice
-from ..judges.diagnose import fill
+from ..judges.sentinels import fill
 from ..judges.inputs import GemmProblem
 from .launch import LoadedKernel, load
 from ..model import categories as cat

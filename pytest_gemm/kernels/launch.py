@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from .compiler import CompileResult, compile_for_arch
-from ..model.contract import CudaKernel, EmptyGridError, GemmKernel, PyKernel
+from ..model.contract import CudaKernel, GemmKernel, PyKernel
+from ..model.declaration import EmptyGridError
 from .device import GemmDevice
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..model.contract import GemmKernel, GemmSpecError, is_kernel
+from ..model.contract import GemmKernel, is_kernel
+from ..model.declaration import GemmSpecError
 from .modules import looks_like_module, module_kernel
 from .declared import is_bad, read_in_child
 from .declared import BadDeclaration

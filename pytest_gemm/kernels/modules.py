@@ -20,7 +20,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from ..model.contract import GemmSpecError, PyKernel, kernel
+from ..model.contract import PyKernel, kernel
+from ..model.declaration import GemmSpecError
 
 
 def _forward(obj: Any) -> Any:

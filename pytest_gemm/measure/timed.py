@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..judges.diagnose import FILL_BITS, unwritten_mask
+from ..judges.sentinels import FILL_BITS, unwritten_mask
 from ..judges.inputs import exact_inputs
 from ..judges.reference import reference
 from ..kernels.harness import Harness, harness_for, keep_secret

@@ -2,6 +2,9 @@
 
 Pure Python: nothing here imports CuPy or touches CUDA, so declaring kernels
 (and loading the module that declares them) works on a machine with no GPU.
+
+The declaration's errors (``GemmSpecError``, ``EmptyGridError``) and its keyword checks live in
+``model/declaration.py``: import them from there (``GemmSpecError`` also from ``pytest_gemm``).
 """
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
 from . import arches as _arches
-from .declaration import (EmptyGridError, GemmSpecError, check_arches, check_keywords,  # noqa: F401 (re-exported)
-                          grid_takes_device, strict_init)
+from .declaration import (EmptyGridError, GemmSpecError, check_arches, check_keywords, grid_takes_device,
+                          strict_init)
 from .prototype import problems
 from .precision import PRECISIONS
 
@@ -388,6 +391,6 @@ def short_id(name: str) -> str:
 
 
 __all__ = [
-    "CudaKernel", "PyKernel", "kernel", "GemmKernel", "GemmSpecError", "parse_signature",
+    "CudaKernel", "PyKernel", "kernel", "GemmKernel", "parse_signature",
     "is_kernel", "short_id", "unsupported_reason", "SIGNATURE_TOKENS", "SUPPORTED_ARCHES", "MAX_THREADS_PER_BLOCK",
 ]

@@ -3,7 +3,9 @@ two rules every output applies: ``kernel_verdict`` (what a kernel's checks add u
 status and, when it failed, one root cause with the other failures as its consequences) and
 ``timing_trusted`` (whether its timings may be ranked).
 
-The verdict rules themselves are ``verdicts.py``. A check's result travels once: the plugin
+The verdict rules themselves are ``verdicts.py`` (``kernel_verdict``, ``Verdict``, the lists
+``TIMED_CHECKS``, ``UNTRUSTED_TIMING``, ``BLAS_ZERO_RULES``, ``ROOT_CAUSE_ORDER``): import them from
+there. A check's result travels once: the plugin
 builds a frozen ``CheckRecord`` when the test reports (category, summary, details and facts
 kept apart, never flattened into one string),
 it crosses xdist as one JSON object (``to_dict`` / ``from_dict``, the only serialisation), and
@@ -20,8 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .verdicts import (BLAS_ZERO_RULES, ROOT_CAUSE_ORDER, TIMED_CHECKS, UNTRUSTED_TIMING,  # noqa: F401 (re-exported)
-                       Verdict, kernel_verdict, timing_trusted_checks)
+from .verdicts import Verdict, kernel_verdict, timing_trusted_checks
 
 NO_GPU_PREFIX = "no usable GPU"
 # The record's own keys on the wire; every other key is a fact (resources, timing, roofs, ...).

@@ -12,7 +12,8 @@ from typing import Any
 
 from .launch_view import check_launches, kernel_launches, launch_lines, speed_lines, timing_trace
 from .process_time import time_summary
-from .records import BLAS_ZERO_RULES, RunResults
+from .records import RunResults
+from .verdicts import BLAS_ZERO_RULES
 from ..measure.sweep import report_entries
 from tabulate import tabulate
 from ..measure.roofs import combine_roofs, roofs_summary

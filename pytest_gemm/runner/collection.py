@@ -10,6 +10,7 @@ import pytest
 
 from ..checks import registry
 from ..checks.cases import GemmCase, build_cases, skip_reason
+from ..grading.config import visibility_from_marker, weight_from_marker
 from ..model.contract import short_id
 from .state import is_ladder_entry, kernels_under_test, ladder_for_ranking, state
 from .configure import pin_gpu
@@ -150,9 +151,6 @@ def select_items(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Check marker arguments (a typo is an error even with no GPU); in --gemm-arch
     mode keep only compile-only checks. An xdist worker whose tests use the plugin gets its
     own GPU now, before any test runs (an unrelated suite is left alone)."""
-    # lazy: keeps grading, grading.config, grading.gradescope, measure.quiet, outputs, outputs.records, outputs.verdicts out of the plugin's load
-    from ..grading.gradescope import visibility_from_marker, weight_from_marker
-
     if any(uses_gemm(item) for item in items):
         state(config).active = True
         pin_gpu(config)

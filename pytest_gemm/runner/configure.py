@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from ..model.contract import GemmKernel, GemmSpecError
+from ..grading.config import GradingConfig
+from ..model.contract import GemmKernel
+from ..model.declaration import GemmSpecError
 from ..model.shapes import parse_shape
 from .state import STATE, GemmState, is_xdist_worker
 import os
@@ -96,9 +98,6 @@ def _first_compiling_arch(kernels: list[GemmKernel]) -> None:
 
 
 def _grading(config: pytest.Config) -> Any:
-    # lazy: keeps grading, grading.config, grading.gradescope, measure.quiet, outputs, outputs.records, outputs.verdicts out of the plugin's load
-    from ..grading.gradescope import GradingConfig
-
     try:
         return GradingConfig.from_ini(config.getini)
     except ValueError as exc:

@@ -12,6 +12,7 @@ import pytest
 from .compare import COMPARE
 from .state import GRADED_PROPERTY, RESULT_PROPERTY, STATE, is_ladder_entry, is_xdist_worker, state
 from ..model.categories import FAULT, GemmCheckFailure, is_cuda_error
+from ..grading.config import user_test_record
 from _pytest.junitxml import xml_key
 from .compare import command_line, compare_at_finish, kernel_folders
 
@@ -107,9 +108,6 @@ def annotate_report(item: pytest.Item, call: pytest.CallInfo, report: pytest.Tes
 
 def _annotate_graded_test(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
     """A user's own test marked gemm_weight / gemm_visibility: its own Gradescope test."""
-    # lazy: keeps grading, grading.config, grading.gradescope, measure.quiet, outputs, outputs.records, outputs.verdicts out of the plugin's load
-    from ..grading.gradescope import user_test_record
-
     record = user_test_record(item, report.outcome, _outcome_text(call, report), _category(call.excinfo))
     if record is not None:
         report.user_properties.append((GRADED_PROPERTY, json.dumps(record)))

@@ -37,7 +37,7 @@ class GemmState:
     shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
     compile_arches: str = "claimed"    # gemm_compile_arches: claimed, or device (this GPU's only, when there is one)
     speed_budget_s: float = DEFAULT_BUDGET_S  # gemm_speed_budget: measured GPU seconds per timing of the speed check
-    grading: Any = None                                          # gradescope.GradingConfig
+    grading: Any = None                                          # grading.config.GradingConfig
     sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
     plot: str | None = None                                      # --gemm-plot path
     notes: list[str] = field(default_factory=list)               # lines for the terminal summary
