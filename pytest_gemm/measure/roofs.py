@@ -191,8 +191,9 @@ def ceilings(device: Any, precision: str, measured: dict[str, Any] | None = None
     """The theoretical peaks, with the measured roofs as a fallback (``_ceiling``)."""
     memory = (measured or {}).get("memory_gb_s")
     peak, basis = roof_tflops(device, precision), ""
-    if precision == "fp32" and peak > 0 and fp32_accurate_peak_tflops(device) > peak:
-        peak, basis = fp32_accurate_peak_tflops(device), "fp32-accurate (3xTF32 on tensor cores)"
+    accurate = fp32_accurate_peak_tflops(device) if precision == "fp32" and peak > 0 else 0.0
+    if accurate > peak:
+        peak, basis = accurate, "fp32-accurate (3xTF32 on tensor cores)"
     return Ceilings(_ceiling(peak, measured_tflops(measured, precision)),
                     _ceiling(memory_peak_gb_s(device), float(memory) if isinstance(memory, (int, float)) else None),
                     int(getattr(device, "l2_bytes", 0) or 0), basis)
