@@ -118,6 +118,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   help="seconds of measured GPU time each timing of the speed check repeats for (default 1; the "
                        "median of fewer repeats below that); a course grading a class on one GPU may lower it, "
                        "since each student's timing holds the GPU alone")
+    parser.addini("gemm_speed_stop", default="",
+                  help="the speed check's repeats stop, before gemm_speed_budget, once the median is known to "
+                       "within this (default 0.1%); off: repeat for the whole budget")
     parser.addini("gemm_performance_threshold", default="",
                   help="--gemm-gradescope: the fraction of cuBLAS that earns full speed credit (linear below), e.g. 0.3")
 

@@ -86,7 +86,8 @@ def test_the_speed_budget_comes_from_the_ini_and_reaches_the_speed_check(monkeyp
         with pytest.raises(pytest.UsageError, match=r"gemm_speed_budget = .* \(in pytest.ini\): expected seconds"):
             _speed_budget(_Ini(bad))
     seen = {}
-    monkeypatch.setattr(speed, "check_speed", lambda h, shape, record, fraction, budget_s: seen.update(budget=budget_s))
+    monkeypatch.setattr(speed, "check_speed",
+                        lambda h, shape, record, fraction, budget_s, stop_within: seen.update(budget=budget_s))
     speed.run(None, (64, 64, 64), {}, lambda facts: None, {"min_cublas_fraction": None, "speed_budget_s": 0.25})
     assert seen == {"budget": 0.25}
     speed.run(None, (64, 64, 64), {}, lambda facts: None, {"min_cublas_fraction": None})
@@ -97,3 +98,9 @@ def test_a_mistyped_speed_budget_is_a_usage_error(pytester, monkeypatch):
     result = _run(pytester, monkeypatch, "gemm_speed_budget = quick")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*gemm_speed_budget = 'quick'*expected seconds of timed GPU work*"])
+
+
+def test_a_mistyped_speed_stop_is_a_usage_error(pytester, monkeypatch):
+    result = _run(pytester, monkeypatch, "gemm_speed_stop = quick")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*gemm_speed_stop = 'quick'*expected the precision*or off*"])

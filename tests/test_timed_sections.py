@@ -342,7 +342,7 @@ def test_cublas_is_timed_once_for_a_run(tmp_path, monkeypatch):
     monkeypatch.setenv(run_cache.CACHE_ENV, str(tmp_path))
     calls = []
 
-    def fake_timed_run(h, shape, budget_s, problems):
+    def fake_timed_run(h, shape, budget_s, problems, stop_within=None):
         calls.append(shape)
         return summarize([2.0, 2.0, 2.0], flops=1e12), lambda: None
 

@@ -51,7 +51,7 @@ def numpy_cupy(monkeypatch):
 
 def _timed(monkeypatch, launch, calls: int):
     """timed_run with ``calls`` timed calls (two warm-up calls before them, as time_gpu makes)."""
-    def time_gpu(fn, *, flops, l2_bytes, budget_s, before_each):
+    def time_gpu(fn, *, flops, l2_bytes, budget_s, before_each, stop_within=None):
         fn()
         fn()
         for _ in range(calls):

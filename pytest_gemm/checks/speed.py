@@ -32,19 +32,21 @@ from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
 from .launch_trace import kernel_time, reject_traced_escape
 from ..measure.quiet import busy_marked
-from ..measure.timing import DEFAULT_BUDGET_S
+from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP
 from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
                              roof_facts, time_cublas, timed_run, warm_outside_lock)
 from ..model.categories import TIMING_ESCAPE, GemmCheckFailure
 from ..model.shapes import Shape, shape_str
 
 def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], None],
-                min_fraction: float | None, budget_s: float = DEFAULT_BUDGET_S, measure_roofs: bool = True) -> None:
+                min_fraction: float | None, budget_s: float = DEFAULT_BUDGET_S, measure_roofs: bool = True,
+                stop_within: float | None = DEFAULT_STOP) -> None:
     """Judged in this order: a timer replaced before the check (nothing is measured), work
     escaping the timed region (its output is then unordered against the harness's own input
     copies, so it is not verified), the last output (stale_output), a timer replaced by the
     timed calls (before cuBLAS is timed), a rate above the roof or a time below the memory
-    floor, then the optional cuBLAS gate."""
+    floor, then the optional cuBLAS gate. The kernel and cuBLAS repeat for ``budget_s`` of GPU
+    time, or until their median is known to within ``stop_within`` (gemm_speed_stop; None: the budget)."""
     import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     precision = h.kernel.precision
@@ -57,7 +59,7 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         limits = ceilings(h.device, precision, measured)
         quiet = gpu_quiet(h.device, measured, hold.step_aside)  # no other process's kernels time-slicing with ours
         clocks_before = read_clocks(h.device)  # the report's meta: the clocks around the timed calls
-        timing, verify = timed_run(h, shape, budget_s, problems)  # warm-up calls again (warm by now): untimed
+        timing, verify = timed_run(h, shape, budget_s, problems, stop_within)  # warm-up calls again (warm by now): untimed
         record({"clocks": {"start": clocks_before, "end": read_clocks(h.device)}})
         record(busy_marked(dict({"timing": dict(timing.as_dict(), shape=list(shape)), "gpu_quiet": quiet},
                                 **roof_facts(h.device, precision, timing, measured))))
@@ -71,7 +73,7 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         reject_traced_escape(str(h.kernel.name), f"at {shape_str(shape)}: ")  # calls against their launches
         verify()
         reject_tampering(str(h.kernel.name))  # the kernel's own calls may have replaced it
-        cublas = time_cublas(precision, shape, h.device, budget_s, problems)
+        cublas = time_cublas(precision, shape, h.device, budget_s, problems, stop_within)
     fraction = cublas.median_ms / timing.median_ms if timing.median_ms > 0 else 0.0
     record({"cublas": cublas.as_dict(), "fraction_of_cublas": fraction})
     reject_impossible_timing(timing, shape, precision, limits)
@@ -91,7 +93,8 @@ def cublas_gate(name: str, precision: str, shape: Shape, fraction: float, tflops
 
 def run(h: Harness, shape: Shape, params: dict, record: Callable[[dict[str, Any]], None], options: dict) -> None:
     check_speed(h, shape, record, options.get("min_cublas_fraction"),
-                budget_s=float(options.get("speed_budget_s") or DEFAULT_BUDGET_S))
+                budget_s=float(options.get("speed_budget_s") or DEFAULT_BUDGET_S),
+                stop_within=options.get("speed_stop", DEFAULT_STOP))
 
 
 def reject_tampering(name: str) -> None:

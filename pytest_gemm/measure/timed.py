@@ -75,9 +75,10 @@ def warm_outside_lock(h: Harness, shape: Shape, problems: list[Any]) -> None:
         del a, b, c
 
 
-def timed_run(h: Harness, shape: Shape, budget_s: float,
-               problems: list[Any] | None = None) -> tuple[TimingResult, Callable[[], None]]:
-    """Time ``h``'s kernel over rotating buffers and cycling exact inputs; return the timing and a verifier."""
+def timed_run(h: Harness, shape: Shape, budget_s: float, problems: list[Any] | None = None,
+              stop_within: float | None = None) -> tuple[TimingResult, Callable[[], None]]:
+    """Time ``h``'s kernel over rotating buffers and cycling exact inputs; return the timing and a
+    verifier. ``stop_within``: the repeats' stopping rule (``timing.median_settled``), or None."""
     import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     m, n, k = shape
@@ -102,7 +103,7 @@ def timed_run(h: Harness, shape: Shape, budget_s: float,
         h.loaded(a.array, b.array, c.array, m, n, k)
 
     timing = time_gpu(call, flops=gemm_flops(m, n, k), l2_bytes=h.device.l2_bytes, budget_s=budget_s,
-                      before_each=before)
+                      before_each=before, stop_within=stop_within)
 
     def verify() -> None:
         problem = problems[state["data"]]
@@ -137,18 +138,18 @@ def timed_run(h: Harness, shape: Shape, budget_s: float,
 
 
 def time_cublas(precision: str, shape: Shape, device: Any, budget_s: float,
-                problems: list[Any] | None = None) -> TimingResult:
+                problems: list[Any] | None = None, stop_within: float | None = None) -> TimingResult:
     """cuBLAS at ``precision`` and ``shape``: once per process and device, and once per run
     and GPU where the run shares its measurements (``run_cache.py``). Call it holding the
     GPU exclusively (``gpu_lock``)."""
     key = (precision, shape, device.index)
     if key not in _CUBLAS_TIMES:
         def measure() -> dict[str, Any]:
-            timing, verify = timed_run(harness_for(CUBLAS[precision], device), shape, budget_s, problems)
+            timing, verify = timed_run(harness_for(CUBLAS[precision], device), shape, budget_s, problems, stop_within)
             verify()
             return timing.as_dict()
 
-        what = f"cublas-{precision}-{shape_str(shape)}-{budget_s:g}s"
+        what = f"cublas-{precision}-{shape_str(shape)}-{budget_s:g}s" + (f"-stop{stop_within:g}" if stop_within else "")
         _CUBLAS_TIMES[key] = TimingResult.from_dict(shared(device, what, measure))
     return _CUBLAS_TIMES[key]
 

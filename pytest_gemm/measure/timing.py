@@ -22,6 +22,7 @@ a ``timing_escape``. ``escape_verdict`` applies both, escaped work first.
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -166,19 +167,56 @@ def release_persisting_l2() -> None:
 
 DEFAULT_BUDGET_S = 1.0  # measured GPU seconds a timing repeats for (the speed check's default; gemm_speed_budget)
 SETTLE_MS = 200.0  # GPU time spent in untimed calls before the first timed one (clocks settle)
+# The speed check's stopping rule (gemm_speed_stop): repeats end, before the budget, once the
+# median is known to within this fraction. Replayed on the H200's speed-check samples at b9cffe2
+# (tests/data/h200_speed_samples.json: 16 timings, 52 to 100 calls of 0.06 to 19 ms): stopping at
+# 0.1 % after at least 12 calls kept every median within 0.06 % of its full run's, in 35 % of the GPU time.
+DEFAULT_STOP = 0.001
+STOP_MIN_CALLS = 12  # one full cycle of the speed check's inputs (3 buffer sets x 4 data sets)
+STOP_CONFIDENCE = 0.95
+
+
+def median_interval(times_ms: list[float], confidence: float = STOP_CONFIDENCE) -> tuple[float, float] | None:
+    """A distribution-free interval holding the median of the times' distribution with at least
+    ``confidence`` (order statistics: the true median lies below the j-th smallest of n calls with
+    a binomial probability), or None when n calls are too few for it. Pure."""
+    n = len(times_ms)
+    ordered = sorted(times_ms)
+    tail, j = 0.0, 0
+    for i in range(n // 2):
+        tail += math.comb(n, i) / 2 ** n  # P(fewer than i + 1 calls fall below the median)
+        if tail > (1 - confidence) / 2:
+            break
+        j = i + 1
+    if j == 0:
+        return None
+    return ordered[j - 1], ordered[n - j]
+
+
+def median_settled(times_ms: list[float], within: float, min_calls: int = STOP_MIN_CALLS) -> bool:
+    """Is the median of these timed calls known to within ``within`` (a fraction of it), after at
+    least ``min_calls``? Pure: the speed check's stopping rule."""
+    if len(times_ms) < min_calls:
+        return False
+    interval = median_interval(times_ms)
+    if interval is None:
+        return False
+    median = statistics.median(times_ms)
+    return median > 0 and interval[1] - median <= within * median and median - interval[0] <= within * median
 
 
 def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: int = 2,
              min_repeats: int = 5, max_repeats: int = 100, budget_s: float = DEFAULT_BUDGET_S,
              before_each: Callable[[], Any] | None = None, settle_ms: float = SETTLE_MS,
-             guard_launches: bool = True) -> TimingResult:
+             guard_launches: bool = True, stop_within: float | None = None) -> TimingResult:
     """Time ``fn`` (which launches GPU work) with CUDA events.
 
     ``warmup`` plain calls first (lazy loading, caches), then untimed calls exactly like the
     timed ones until ``settle_ms`` of GPU time has passed: a GPU that was idle, or busy with
     something lighter, runs its first tens of milliseconds at other clocks, and a median taken
     there moves from one process to the next. Then repeats until ``budget_s`` of measured
-    (and escaped) GPU time or ``max_repeats``, never fewer than ``min_repeats``.
+    (and escaped) GPU time or ``max_repeats``, never fewer than ``min_repeats``; with
+    ``stop_within`` also once the median is known to within that fraction (``median_settled``).
     ``before_each`` runs outside the timed region (e.g. to rotate inputs); the L2 is flushed
     before each call when l2_bytes > 0. Both run on the legacy default stream, whatever
     stream ``fn`` left current. With ``guard_launches`` a GPU-side wait sits in front of the
@@ -237,6 +275,8 @@ def time_gpu(fn: Callable[[], Any], *, flops: float, l2_bytes: int = 0, warmup: 
     escapes: list[float] = []
     spent = 0.0
     while len(times) < max_repeats and (len(times) < min_repeats or spent < budget_s * 1e3):
+        if stop_within and len(times) >= min_repeats and median_settled(times, stop_within):
+            break
         elapsed, escaped = one_call()
         escapes.append(escaped)
         times.append(elapsed)

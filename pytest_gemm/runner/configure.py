@@ -22,7 +22,7 @@ from ..model.contract import CudaKernel
 from .compare import configure_compare
 from .trace_options import export_choice
 from .results import ResultCollector
-from ..measure.timing import DEFAULT_BUDGET_S
+from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP
 
 #: The ini keys pytest-gemm reads; any of them set makes the plugin active.
 INI_KEYS = ("gemm_kernels", "gemm_weights", "gemm_visibility", "gemm_performance_threshold", "gemm_require_gpu")
@@ -280,7 +280,7 @@ def configure(config: pytest.Config) -> None:
     if compile_arches not in ("claimed", "device"):
         raise pytest.UsageError(f"gemm_compile_arches = {compile_arches!r} (in {config.inipath or 'the pytest ini'}): "
                                 "expected claimed (every architecture a kernel claims) or device (this GPU's only)")
-    speed_budget = _speed_budget(config)
+    speed_budget, speed_stop = _speed_budget(config), _speed_stop(config)
     config.stash[STATE] = GemmState(kernels, bool(specs), arches, bench, fraction,
                                     isolation=getattr(opt, "gemm_isolation", "process"), timeout=timeout, grading=grading,
                                     sweep=sweep, plot=plot, active=active, require_gpu=require_gpu, shapes=shapes,
@@ -289,6 +289,7 @@ def configure(config: pytest.Config) -> None:
                                     rank_ladder=bool(specs) and not getattr(opt, "gemm_gradescope", None)
                                     and bool(getattr(opt, "gemm_ladder", False)))
     config.stash[STATE].confinement = confinement
+    config.stash[STATE].speed_stop = speed_stop
     config.stash[STATE].grading_run = bool(getattr(opt, "gemm_gradescope", None))
     from .confinement import note  # lazy: keeps kernels.confine, runner.confinement out of the plugin's load
 
@@ -346,6 +347,26 @@ def completeness_summary(terminalreporter: Any, config: pytest.Config) -> None:
 
         for line in skips_by_reason(terminalreporter.stats.get("skipped", [])):
             terminalreporter.write_line(line)
+
+
+def _speed_stop(config: pytest.Config) -> float | None:
+    """gemm_speed_stop: the speed check's repeats stop, before their budget, once the median is
+    known to within this fraction of it (``timing.median_settled``; default 0.1 %), or never
+    (``off``: every repeat the budget allows)."""
+    text = str(config.getini("gemm_speed_stop") or "").strip().lower()
+    if not text:
+        return DEFAULT_STOP
+    if text in ("off", "none", "no", "false"):
+        return None
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0001 <= value <= 0.05:
+        raise pytest.UsageError(f"gemm_speed_stop = {text!r} (in {config.inipath or 'the pytest ini'}): expected the "
+                                f"precision at which the speed check's repeats stop, from 0.01% to 5% (default "
+                                f"{DEFAULT_STOP:.1%}), or off (repeat for the whole gemm_speed_budget)")
+    return value
 
 
 def _speed_budget(config: pytest.Config) -> float:

@@ -134,7 +134,8 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
                    params: dict[str, Any]) -> dict[str, Any]:
     """Run one check on one kernel, in its child process (or in-process with --gemm-isolation none)."""
     st = state(config)
-    options = {"min_cublas_fraction": st.min_cublas_fraction, "speed_budget_s": st.speed_budget_s}
+    options = {"min_cublas_fraction": st.min_cublas_fraction, "speed_budget_s": st.speed_budget_s,
+               "speed_stop": st.speed_stop}
     options.update(trace_options(config))  # the launch trace and the course's own-kernel rule
     if is_ladder_entry(config, kernel):
         options["own_kernel"] = False  # a rung timed for the ranking (cuBLAS among them) is no student's

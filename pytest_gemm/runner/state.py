@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ..model.contract import GemmKernel
-from ..measure.timing import DEFAULT_BUDGET_S
+from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP
 from ..model.shapes import Shape
 
 RESULT_PROPERTY = "gemm_result"
@@ -37,6 +37,7 @@ class GemmState:
     shapes: str = "full"               # --gemm-shapes: full, or quick (each check's small representative set)
     compile_arches: str = "claimed"    # gemm_compile_arches: claimed, or device (this GPU's only, when there is one)
     speed_budget_s: float = DEFAULT_BUDGET_S  # gemm_speed_budget: measured GPU seconds per timing of the speed check
+    speed_stop: float | None = DEFAULT_STOP   # gemm_speed_stop: the repeats stop once the median is known to this fraction
     grading: Any = None                                          # grading.config.GradingConfig
     sweep: list[tuple[int, int, int]] | None = None              # --gemm-sweep sizes
     plot: str | None = None                                      # --gemm-plot path
