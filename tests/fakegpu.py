@@ -50,6 +50,7 @@ fault = _declare("fault")                  # every check: an illegal address (th
 fault_m1 = _declare("fault_m1")            # an illegal address only when M == 1, right elsewhere
 fault_small = _declare("fault_small")      # an illegal address when a dimension is below 128, right elsewhere
 exits = _declare("exits")                  # every check: the process ends (os._exit(3))
+off_stream = _declare("off_stream")        # the launch check finds its work off the caller's stream (wrong_stream)
 everything = [ok, hang, hang_big, harness_oom, harness_oom_once, launcher_oom, slow, wrong]
 oks = [_declare(f"ok{i}") for i in range(6)]
 '''
@@ -162,6 +163,11 @@ def _run_check(kernel: Any, check: str, shape: list[int], facts: dict[str, Any])
         time.sleep(0.3)
     elif name == "wrong":
         raise GemmCheckFailure("wrong_values", f"{check} at {shape}: rows 0..3 of C are wrong", [])
+    elif name == "off_stream" and check == "launch":  # what checks/launch.py raises, with its words
+        from pytest_gemm.checks.launch import STREAM_FIXES, STREAM_HINT
+
+        raise GemmCheckFailure("wrong_stream", f"'off_stream' at {m}x{n}x{k}: the launcher wrote C on another stream "
+                               "while the current stream was still held", [STREAM_HINT, *STREAM_FIXES])
     return facts
 
 

@@ -39,7 +39,8 @@ def summary_of(got, want, **kw) -> Diagnosis:
 
 def test_categories_constants():
     assert categories.WRONG_VALUES == "wrong_values"
-    assert len(categories.ALL) == 16 and len(set(categories.ALL)) == 16  # alpha_zero_reads_ab is a note (issue 43); vendor_kernel (46)
+    assert len(categories.ALL) == 17 and len(set(categories.ALL)) == 17  # alpha_zero_reads_ab is a note (issue 43); vendor_kernel (46)
+    assert "wrong_stream" in categories.ALL  # work off the caller's stream: its own category, not timing_escape
     assert categories.NOTES == ("alpha_zero_reads_ab",) and not set(categories.NOTES) & set(categories.ALL)
     assert "harness_out_of_memory" in categories.ALL  # the harness's problem, not the kernel's
     assert set(categories.HARNESS_FAILURES) == {"harness_out_of_memory", "harness_error"} <= set(categories.ALL)

@@ -149,6 +149,24 @@ def test_no_leaderboard_when_nothing_was_verified_or_timing_is_untrusted():
     assert "no trustworthy timing" in results["output"]
 
 
+def test_work_off_the_callers_stream_is_named_wrong_stream_and_kept_off_the_leaderboard():
+    """The launch check's stream probe (rule 2a): a stream-ordering bug, named as one, with what to
+    do, and no trustworthy timing (its work is not inside the caller's timing either)."""
+    launch = rec("launch", "failed", category="wrong_stream",
+                 message="[wrong_stream] 'student tiled' at 64x64x64: the launcher wrote C on another stream while the "
+                         "current stream was still held\n  CuPy: launch on the current stream, "
+                         "cupy.cuda.get_current_stream()")
+    results = build_results([launch] + all_correct()[1:] + [speed()])
+    assert "leaderboard" not in results
+    assert ("not on the leaderboard (no trustworthy timing): wrong_stream (launch 64x64x64): 'student tiled' at "
+            "64x64x64: the launcher wrote C on another stream" in results["output"]), results["output"]
+    extra = results["extra_data"]["pytest_gemm"]
+    assert extra["primary_category"] == "wrong_stream" and extra["failure_categories"] == ["wrong_stream"]
+    assert extra["correct"] is False and "timing_escape" not in json.dumps(results)
+    out = by_name(results, "launch")
+    assert "wrong_stream" in out["tags"] and "cupy.cuda.get_current_stream()" in out["output"]
+
+
 def test_leaderboard_is_the_first_kernel_and_other_kernels_are_prefixed():
     records = all_correct("mine") + [speed(0.2, 10.0, kernel="mine")] + all_correct("second") + \
         [speed(0.9, 45.0, kernel="second")]

@@ -5,6 +5,10 @@
 - a merged launch serving 15 calls: ``timing_escape``, "fewer launches than calls";
 - a two-kernel split-K launcher: listed as two kernels (``splitk_partial<16>``, demangled, and
   ``splitk_reduce``), passing, its speed line with kernel time beside event time;
+- a CUDA-graph launcher (captured once per buffers, shape and scalars, replayed on every call):
+  its graph's kernel, ``graph_gemm``, listed once per call in every traced check (a capture runs
+  nothing and is no launch; each replay's kernel carries its ``cudaGraphLaunch``'s correlation id),
+  and passing: no "fewer launches than calls";
 - the Triton tutorial kernel (examples/ecosystems, its own run): listed by its name,
   ``matmul_kernel``; ``cupy.matmul`` there, without the course setting, passes.
 
@@ -24,7 +28,7 @@ from gpu_runs import SuiteRun, SuiteRuns
 pytestmark = pytest.mark.gemm_gpu
 
 KERNELS = Path(__file__).resolve().parent / "launches" / "kernels.py"
-NAMES = ("calls_cupy_matmul", "merged_launch", "split_k")
+NAMES = ("calls_cupy_matmul", "merged_launch", "split_k", "cupy_graph")
 SUITE_RUNS = [SuiteRun("launches", tuple(f"{KERNELS}:{name}" for name in NAMES),
                        select="launch or exact or speed",
                        options=("-n", "2", "--gemm-own-kernel", "--gemm-shapes", "quick",
@@ -80,6 +84,27 @@ def test_split_k_is_listed_as_two_kernels_and_passes(suite_runs: SuiteRuns):
     assert 0 < timing["kernel_ms"] <= timing["median_ms"] * 1.01, timing
     assert "split_k speed 1024x1024x1024: event" in run.output and "launcher overhead" in run.output
     assert re.search(r"split_k \(exact \d+x\d+x\d+\): 2 launches: splitk_partial<16> x1, splitk_reduce x1", run.output)
+
+
+def test_a_cuda_graph_launcher_is_traced_once_per_call_and_passes(suite_runs: SuiteRuns):
+    run = suite_runs.result("launches")
+    entry = run.entry("cupy_graph")
+    _traced(entry)
+    traced = [c for c in entry["checks"] if "kernels" in (c.get("launches") or {})]
+    said = [(c["check"], c["shape"], c["launches"].get("calls"), c["launches"].get("summary")) for c in traced]
+    print("\ncupy_graph:\n" + "\n".join(f"  {check} {shape}: {calls} calls, {summary}" for check, shape, calls, summary
+                                         in said))
+    assert {"launch", "exact", "speed"} <= {c["check"] for c in traced}, said
+    for c in traced:  # every call replayed the graph once: one graph_gemm a call, nothing for a capture
+        launches = c["launches"]
+        assert launches["calls"] > 0 and launches["launches"] == launches["calls"], (c["check"], c["shape"], launches)
+        assert [(k["short"], k["count"]) for k in launches["kernels"]] == [("graph_gemm", launches["calls"])], \
+            (c["check"], c["shape"], launches)
+    assert entry["verdict"] == "passed", (entry["primary_category"], entry["diagnosis"])
+    speed = _check(entry, "speed")
+    assert speed["outcome"] == "passed", speed["message"]  # no timing_escape: one launch a call
+    (timing,) = entry["timings"]
+    assert 0 < timing["kernel_ms"] <= timing["median_ms"] * 1.01, timing
 
 
 def test_a_triton_kernel_is_listed_by_its_name(suite_runs: SuiteRuns):

@@ -83,7 +83,7 @@ def test_every_timed_check_takes_the_gpu_alone_and_waits_for_quiet_itself():
 
     timed = [c for c in registry.CHECKS if c.timed]
     assert [c.name for c in timed] == list(TIMED_CHECKS) == ["speed", "sweep"]
-    assert not _is_timed("launch") and cat.TIMING_ESCAPE in registry.get("launch").categories  # held shared
+    assert not _is_timed("launch") and cat.WRONG_STREAM in registry.get("launch").categories  # held shared
     package = Path(registry.__file__).parent
     for check in timed:
         source = (package / f"{check.module}.py").read_text()

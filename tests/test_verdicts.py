@@ -200,14 +200,34 @@ def test_an_exception_of_pytest_gemm_itself_is_not_the_kernels_failure():
 
 def test_work_off_the_callers_stream_explains_the_rest():
     """own_stream on the H200 (2026-12-01): the launch check caught its stream; exact then saw C
-    unwritten, because the launcher's work raced the harness's upload of C."""
-    v = kernel_verdict([fail("launch", "timing_escape"), fail("exact", "unwritten_output", (256, 512, 128)),
+    unwritten, because the launcher's work raced the harness's upload of C. Its root cause is
+    wrong_stream (a stream-ordering bug), no longer timing_escape (an accusation of gaming the timer)."""
+    v = kernel_verdict([fail("launch", "wrong_stream"), fail("exact", "unwritten_output", (256, 512, 128)),
                         fail("speed", "timing_escape", (1024, 1024, 1024))])
-    assert v.primary_category == "timing_escape" and v.primary_check == "launch 64x64x64"
-    assert [c.split(":")[0] for c in v.consequences] == ["exact"]
+    assert v.primary_category == "wrong_stream" and v.primary_check == "launch 64x64x64"
+    assert [c.split(":")[0] for c in v.consequences] == ["exact", "speed"]  # the speed check's escape: a consequence
     # a compile or launch error still comes first; a timing escape in the speed check alone does not
-    assert kernel_verdict([fail("launch", "timing_escape"), fail("exact", "launch_error")]).primary_category == "launch_error"
+    assert kernel_verdict([fail("launch", "wrong_stream"), fail("exact", "launch_error")]).primary_category == "launch_error"
     assert kernel_verdict([fail("exact", "unwritten_output"), fail("speed", "timing_escape")]).primary_category == "unwritten_output"
+
+
+@pytest.mark.parametrize("then", ["vendor_kernel", "fault", "timeout", "input_modified", "out_of_bounds_write",
+                                  "nondeterministic", "unwritten_output", "wrong_values", "beta_zero_reads_c",
+                                  "precision_too_low", "timing_escape", "stale_output"])
+def test_wrong_stream_has_the_rank_of_rule_2a(then):
+    """Rule 2a: right after compile and launch errors, before everything the unordered work explains."""
+    v = kernel_verdict([fail("exact", then, (1, 1, 1)), fail("launch", "wrong_stream")])
+    assert v.primary_category == "wrong_stream" and v.primary_check == "launch 64x64x64"
+    assert "timing_escape" not in v.diagnosis
+
+
+def test_wrong_stream_timings_are_not_ranked():
+    from pytest_gemm.outputs.verdicts import UNTRUSTED_TIMING, timing_trusted_checks
+
+    timed = rec("speed", timing={"median_ms": 1.0, "min_ms": 1.0, "spread": 0.0, "tflops": 1.0})
+    assert timing_trusted_checks([rec("launch"), rec("exact"), timed])
+    assert not timing_trusted_checks([fail("launch", "wrong_stream"), rec("exact"), timed])
+    assert "wrong_stream" in UNTRUSTED_TIMING and "timing_escape" in UNTRUSTED_TIMING
 
 
 def test_the_summary_says_compiled_only_when_no_gpu_check_ran():

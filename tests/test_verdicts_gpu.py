@@ -119,6 +119,21 @@ def test_the_timer_patch_is_named(report: dict[str, Any]):
     assert "get_elapsed_time" in k["diagnosis"]
 
 
+@pytest.mark.parametrize("name", [n for n in ("own_stream", "torch_default_stream") if n in EXPECTED])
+def test_work_off_the_callers_stream_is_wrong_stream_saying_what_to_do(report: dict[str, Any], name: str,
+                                                                       suite_runs: SuiteRuns):
+    """Rule 2a: the launch check's stream probe, named for what it is (a stream-ordering bug, not
+    a timing cheat), with the fix for CuPy and torch; none of its timings is ranked."""
+    k = _kernel(report, name)  # torch_default_stream where PYTEST_GEMM_TORCH is set
+    assert (k["primary_category"], k["primary_check"]) == ("wrong_stream", "launch 64x64x64"), k
+    assert "wrote C on another stream" in k["diagnosis"], k["diagnosis"]
+    (launch,) = [c for c in k["checks"] if c["check"] == "launch"]
+    assert "cupy.cuda.get_current_stream()" in launch["message"] and "torch.cuda.ExternalStream" in launch["message"]
+    assert not any(c["category"] == "wrong_stream" for c in k["checks"] if c["check"] != "launch"), k["checks"]
+    log = suite_runs.result("verdicts").output  # the terminal summary names it the same way
+    assert f"{name}: wrong_stream (launch 64x64x64)" in log, log[-4000:]
+
+
 def test_persisting_l2_is_released_before_every_timed_call():
     """A launcher that sets aside L2 for persisting accesses finds it released again before
     each timed call (measure/timing.py: release_persisting_l2)."""

@@ -41,9 +41,17 @@ def run(h: Harness, shape: Any, params: dict, record: Callable[[dict[str, Any]],
     check_launch(h, record, tuple(shape))
 
 
-STREAM_HINT = ("enqueue every launch on the current stream: CuPy kernels do by default; with torch wrap the call "
-               "in torch.cuda.stream(torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)); with Numba "
-               "or Triton pass that stream's handle")
+STREAM_HINT = ("a stream-ordering bug, not a timing one: work on another stream runs unordered with the caller's "
+               "uploads and reads (CUDA semantics), so its output may be read before it is written")
+STREAM_FIXES = (
+    "CuPy: launch on the current stream, cupy.cuda.get_current_stream() (CuPy kernels and cupy.matmul do "
+    "by default); do not make a Stream of your own current around them",
+    "torch: wrap the call in with torch.cuda.stream(torch.cuda.ExternalStream(cupy.cuda.get_current_stream().ptr)):"
+    " (torch otherwise uses its own default stream); Numba or Triton: pass that stream's handle",
+    "a stream of your own: join it both ways, mine.wait_event(current.record()) before your launches and "
+    "current.wait_event(mine.record()) after them (a synchronize() at the end alone is not enough: your work "
+    "could start before the caller's uploads)",
+)
 
 
 def check_current_stream(h: Harness, problem: Any) -> None:
@@ -53,4 +61,5 @@ def check_current_stream(h: Harness, problem: Any) -> None:
     message = run_held(h.device.arch, lambda: h.loaded(a.array, b.array, c.array, problem.m, problem.n, problem.k),
                        c.array)
     if message is not None:
-        raise GemmCheckFailure(cat.TIMING_ESCAPE, f"{h.kernel.name!r} at {problem.m}x{problem.n}x{problem.k}: {message}", [STREAM_HINT])
+        raise GemmCheckFailure(cat.WRONG_STREAM, f"{h.kernel.name!r} at {problem.m}x{problem.n}x{problem.k}: {message}",
+                               [STREAM_HINT, *STREAM_FIXES])

@@ -69,7 +69,7 @@ CHECKS: tuple[Check, ...] = (
           categories=(cat.COMPILE_ERROR,), gpu=False),
     Check("launch", "compiles and launches on this device (registers, spills, shared memory, occupancy); a Python "
           "launcher does its work on the current stream", "launch",
-          shapes=((64, 64, 64),), categories=(cat.TIMING_ESCAPE, *_CUDA)),
+          shapes=((64, 64, 64),), categories=(cat.WRONG_STREAM, *_CUDA)),
     Check("exact", "bit-identical to the float64 reference on exact-integer inputs, on every shape it claims",
           "exact", shapes=C.EXACT_SHAPES, quick=QUICK_EXACT, weight=40, categories=(cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, cat.OUT_OF_BOUNDS_WRITE, *_CUDA),
           judges_values=True),

@@ -196,11 +196,15 @@ class Tracer:
 def attribute(kernels: list[Launch], api: dict[int, int], calls: list[CallWindow]) -> list[Launch]:
     """Each kernel launch with the index of the call in whose host window its launch API call
     started (matched by correlation id); a launch made outside every call keeps ``call=None``.
-    Pure."""
+    A CUDA graph's kernels carry the correlation id of the ``cudaGraphLaunch`` that replayed them
+    (all of one replay share it), so a replay belongs to the call that launched the graph, not to
+    the one that captured it; a capture (``cudaStreamBeginCapture``) makes API records but runs
+    nothing, so it brings no kernel record and is no launch. Correlation id 0 is CUPTI's "none":
+    it never matches. Pure."""
 
     out = []
     for k in kernels:
-        t = api.get(k.correlation)
+        t = api.get(k.correlation) if k.correlation else None
         call = None
         if t is not None:
             call = next((c.index for c in calls if c.entered_ns <= t <= c.returned_ns), None)

@@ -34,6 +34,10 @@ HARNESS_FAILURES: tuple[str, ...] = (HARNESS_OUT_OF_MEMORY, HARNESS_ERROR)
 # A course that requires the student's own kernel (gemm_own_kernel): the check's launches
 # include a vendor library's kernels (cuBLAS, cuBLASLt, CUTLASS, cuDNN, or the course's list).
 VENDOR_KERNEL = "vendor_kernel"
+# A Python launcher's work ran on another stream than the caller's current one (the launch check,
+# kernels/stream_probe.py): unordered with the caller's uploads and reads (CUDA semantics), against
+# the documented kernel contract (docs/kernels.md). A stream-ordering bug, not a timing cheat.
+WRONG_STREAM = "wrong_stream"
 
 ALL: tuple[str, ...] = (
     WRONG_VALUES,
@@ -52,6 +56,7 @@ ALL: tuple[str, ...] = (
     HARNESS_OUT_OF_MEMORY,
     HARNESS_ERROR,
     VENDOR_KERNEL,
+    WRONG_STREAM,
 )
 
 
@@ -93,6 +98,7 @@ __all__ = [
     "PRECISION_TOO_LOW", "FAULT", "TIMEOUT", "COMPILE_ERROR", "LAUNCH_ERROR", "TIMING_ESCAPE", "STALE_OUTPUT",
     "BETA_ZERO_READS_C", "ALPHA_ZERO_READS_AB",
     "HARNESS_OUT_OF_MEMORY", "HARNESS_ERROR", "HARNESS_FAILURES", "NOTES", "VENDOR_KERNEL",
+    "WRONG_STREAM",
 ]
 
 

@@ -18,13 +18,19 @@ import re
 # records.CheckRecord: not imported, since records imports this module to build each kernel's result
 CheckRecord = Any
 
-UNTRUSTED_TIMING = (cat.TIMING_ESCAPE, cat.STALE_OUTPUT)
+# wrong_stream (the launch check): work off the caller's stream is not inside the caller's timing
+# either, so none of such a kernel's timings is ranked
+UNTRUSTED_TIMING = (cat.TIMING_ESCAPE, cat.STALE_OUTPUT, cat.WRONG_STREAM)
 TIMED_CHECKS = tuple(c.name for c in CHECKS if c.timed)
 
 # Root causes, most fundamental first: a failure of an earlier kind explains later ones
 # (a fault or a race makes values wrong; wrong values make a timed output wrong).
 ROOT_CAUSE_ORDER: tuple[str, ...] = (
-    cat.COMPILE_ERROR, cat.LAUNCH_ERROR, cat.VENDOR_KERNEL, cat.FAULT, cat.TIMEOUT, cat.INPUT_MODIFIED,
+    cat.COMPILE_ERROR, cat.LAUNCH_ERROR,
+    # the launcher's work is not on the caller's stream (the launch check): not ordered after the
+    # harness's uploads nor before its reads, so every other check's evidence is unreliable
+    cat.WRONG_STREAM,
+    cat.VENDOR_KERNEL, cat.FAULT, cat.TIMEOUT, cat.INPUT_MODIFIED,
     cat.OUT_OF_BOUNDS_WRITE, cat.NONDETERMINISTIC, cat.UNWRITTEN_OUTPUT, cat.WRONG_VALUES, cat.BETA_ZERO_READS_C,
     cat.PRECISION_TOO_LOW, cat.TIMING_ESCAPE, cat.STALE_OUTPUT,
 )
@@ -130,10 +136,6 @@ def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> st
     cats = {r.category for r in failed}
     if cats & {cat.COMPILE_ERROR, cat.LAUNCH_ERROR}:
         return cat.COMPILE_ERROR if cat.COMPILE_ERROR in cats else cat.LAUNCH_ERROR
-    if any(r.check == "launch" and r.category == cat.TIMING_ESCAPE for r in failed):
-        # the launcher's work is not on the caller's stream: not ordered after the harness's
-        # uploads nor before its reads, so every other check's evidence is unreliable
-        return cat.TIMING_ESCAPE
     precision = _precision_evidence(checks) or _precision_onset(checks) is not None or _emulated_fp32(checks)
     history = _history(failed)
     for category in ROOT_CAUSE_ORDER:

@@ -278,7 +278,7 @@ def torch_tf32(a, b, c):
 # torch and Triton (which comes with torch): run only where PYTEST_GEMM_TORCH is set.
 THIRD_PARTY: dict[str, tuple[str, str | None]] = {
     "torch_current_stream": ("passed", None),
-    "torch_default_stream": ("failed", "timing_escape"),
+    "torch_default_stream": ("failed", "wrong_stream"),
     "torch_tf32": ("failed", "precision_too_low"),
     "triton_fp16": ("passed", None),
     "triton_bf16": ("passed", None),
@@ -308,7 +308,7 @@ EXPECTED: dict[str, tuple[str, str | tuple[str, ...] | None]] = {
     "split_k_atomic8": ("failed", "nondeterministic"),
     "split_k_atomic16": ("failed", "nondeterministic"),
     "split_k_ordered": ("passed", None),
-    "own_stream": ("failed", "timing_escape"),
+    "own_stream": ("failed", "wrong_stream"),
     "current_stream": ("passed", None),
     # whatever the allocator hands back, it holds no right answer: never-written fill or garbage
     "allocates_only": ("failed", ("wrong_values", "unwritten_output")),
