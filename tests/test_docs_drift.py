@@ -246,3 +246,91 @@ def test_every_gemm_option_and_ini_key_is_in_the_options_page(pytester):
                           for name in ("courses.md",)]  # the grading keys (weights, visibility) live there
     missing = sorted(o for o in options | keys if not any(o in d for d in documents))
     assert missing == [], f"not in docs/options.md: {missing}"
+
+
+def _help_entries(shown: str) -> dict[str, str]:
+    """`pytest --help`'s gemm options and ini keys, each with its help text on one line."""
+    entries: dict[str, str] = {}
+    name = None
+    for line in shown.splitlines():
+        head = re.match(r"^  (--gemm-[a-z-]+|gemm_[a-z_]+)\b(.*)$", line)
+        if head:
+            name, rest = head.group(1), head.group(2)
+            entries[name] = rest
+        elif name and line.startswith(" " * 10):
+            entries[name] += " " + line.strip()
+        else:
+            name = None
+    return {k: " ".join(v.split()) for k, v in entries.items()}
+
+
+def help_default(text: str) -> str | None:
+    """The default a help text states ("full (default)", "(default 4096x4096x4096)", "default none"):
+    its first words, up to the first ';', ')' or ','."""
+    found = re.search(r"(\S+) \((?:the )?default\)", text) or re.search(r"\bdefault:? ([^;),]+)", text)
+    return " ".join(found.group(1).split()[:6]) if found else None
+
+
+def options_row(doc: str, name: str) -> str | None:
+    """The row of docs/options.md's table that documents ``name`` (an option, or an ini key
+    spelled `gemm_x` in it), backticks dropped."""
+    key = f"`{name}" if name.startswith("gemm_") else f"| `{name}"
+    rows = [row for row in doc.splitlines() if row.startswith("|") and key in row]
+    return rows[0].replace("`", "") if rows else None
+
+
+def stale_defaults(shown: str, doc: str) -> list[str]:
+    bad = []
+    for name, text in sorted(_help_entries(shown).items()):
+        default = help_default(text)
+        row = options_row(doc, name)
+        if default is None or row is None:
+            continue
+        if not any(form in row for form in (f"{default} (default", f"(default {default}", f"(default: {default}")):
+            bad.append(f"{name}: --help says the default is {default!r}; docs/options.md: {row[:160]}...")
+    return bad
+
+
+def test_the_defaults_in_the_options_page_are_the_help_s(pytester):
+    """docs/options.md states each option's and ini key's default as `pytest --help` does."""
+    shown = pytester.runpytest("--help").stdout.str()
+    doc = _text(ROOT / "docs" / "options.md")
+    stated = {n for n, t in _help_entries(shown).items() if help_default(t) and options_row(doc, n)}
+    assert {"--gemm-bench-shape", "--gemm-timeout", "--gemm-shapes", "--gemm-isolation", "--gemm-confine",
+            "--gemm-trace", "gemm_compile_arches", "gemm_speed_budget"} <= stated, sorted(stated)
+    assert stale_defaults(shown, doc) == []
+
+
+def test_a_stale_default_is_caught():
+    shown = ("  --gemm-bench-shape=MxNxK\n                        shape of the timed speed check (default\n"
+             "                        4096x4096x4096)\n  --gemm-isolation={process,none}\n"
+             "                        process (default): each kernel\n")
+    doc = ("| `--gemm-bench-shape MxNxK` | shape of the timed speed check (default `2048x2048x2048`). |\n"
+           "| `--gemm-isolation process\\|none` | `process` (default): each kernel runs in its own process |\n")
+    assert [b.split(":")[0] for b in stale_defaults(shown, doc)] == ["--gemm-bench-shape"]
+
+
+#: Variables the package reads that are no user's business: none so far (a test hook is still
+#: documented, in CONTRIBUTING.md, so that nobody sets it by accident).
+_UNDOCUMENTED_ENV: set[str] = set()
+
+
+def undocumented_env(sources: list[Path], docs: list[Path]) -> list[str]:
+    read = {m for p in sources for m in re.findall(r"PYTEST_GEMM_[A-Z0-9_]+", _text(p))}
+    said = " ".join(_text(p) for p in docs)
+    return sorted(v for v in read - _UNDOCUMENTED_ENV if not re.search(rf"{v}(?![A-Z0-9_])", said))
+
+
+def test_every_environment_variable_the_package_reads_is_documented():
+    """Each PYTEST_GEMM_* name in pytest_gemm/ is in the README, CONTRIBUTING.md or docs/."""
+    sources = sorted((ROOT / "pytest_gemm").rglob("*.py"))
+    docs = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert len({m for p in sources for m in re.findall(r"PYTEST_GEMM_[A-Z0-9_]+", _text(p))}) >= 10
+    missing = undocumented_env(sources, docs)
+    assert missing == [], f"read by pytest_gemm/ but named in no doc: {missing}"
+
+
+def test_an_undocumented_environment_variable_is_caught(tmp_path):
+    (tmp_path / "m.py").write_text('A = "PYTEST_GEMM_LOCK_DIR"\nB = "PYTEST_GEMM_LOCK"\n')
+    (tmp_path / "d.md").write_text("`PYTEST_GEMM_LOCK_DIR` is the folder\n")
+    assert undocumented_env([tmp_path / "m.py"], [tmp_path / "d.md"]) == ["PYTEST_GEMM_LOCK"]

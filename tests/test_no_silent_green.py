@@ -7,6 +7,7 @@ GPU-side behaviour (``--gemm-require-gpu`` passing on a GPU) is in the tests mar
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -201,6 +202,7 @@ def test_the_ci_example_requires_a_gpu_on_the_gpu_jobs_and_compiles_only_elsewhe
 
 ENV_PROBE = """
 import os
+import re
 from pathlib import Path
 
 def test_a(worker_id):
@@ -276,6 +278,25 @@ def test_a_suite_using_the_plugin_still_gets_one_gpu_per_worker(pytester, monkey
     result = pytester.runpytest_subprocess("-n", "2", "--gemm-timeout", "30", "-p", "no:cacheprovider")  # an option
     result.assert_outcomes(passed=2)
     assert _env_seen(out) <= {"0", "1"}
+
+
+def test_a_suite_that_sets_only_a_gemm_ini_key_uses_the_plugin(pytester, monkeypatch, plain_xdist):
+    """docs/options.md: a run uses pytest-gemm with "a `--gemm-*` option or `gemm_*` ini key": any of
+    them, not only the grading ones (gemm_speed_budget alone pinned no worker before)."""
+    out, _ = plain_xdist
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    pytester.makeini("[pytest]\ngemm_speed_budget = 0.5\n")
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert _env_seen(out) <= {"0", "1"}, "a worker was not pinned to its GPU"
+
+
+def test_every_gemm_ini_key_makes_a_run_use_the_plugin(pytester):
+    """configure.INI_KEYS is the list is_active reads: every gemm_* key pytest --help shows is in it."""
+    from pytest_gemm.runner.configure import INI_KEYS
+
+    keys = set(re.findall(r"^  (gemm_[a-z_]+) ", pytester.runpytest("--help").stdout.str(), re.M))
+    assert len(keys) >= 10 and keys <= set(INI_KEYS), sorted(keys - set(INI_KEYS))
 
 
 # ---- 5. the shipped suite and ladder beside a user's own conformance/ and reference_kernels/ ----
