@@ -273,9 +273,8 @@ def help_default(text: str) -> str | None:
 
 def options_row(doc: str, name: str) -> str | None:
     """The row of docs/options.md's table that documents ``name`` (an option, or an ini key
-    spelled `gemm_x` in it), backticks dropped."""
-    key = f"`{name}" if name.startswith("gemm_") else f"| `{name}"
-    rows = [row for row in doc.splitlines() if row.startswith("|") and key in row]
+    spelled `gemm_x`) in its first cell (another row may mention it), backticks dropped."""
+    rows = [row for row in doc.splitlines() if row.startswith("|") and f"`{name}" in row.split("|")[1]]
     return rows[0].replace("`", "") if rows else None
 
 
