@@ -89,6 +89,8 @@ pinned by tests/test_correct_models.py), max ratio over those seeds:
   fp16 4/0/floor     6    13       38   149      71   320      126  559   (t(3) K=256: <= 163 over seeds 0..9)
   bf16 4/0/floor     2    5        5    93       12   253      32   491
   TC(K)              32            176           592           2192
+  fp32, exact products (bf16x9-like), 8/3/zero:
+                     2.7  3.2      6.1  14.3     10.4 35.5     16.0 63.3   (against T32)
   tf32 4/0/floor     14645 22810   4438 10457    2106 9796     1110 3752   (bound 32816 .. 34976)
 
   So the fp32 bound keeps >= 6.9x over every correct order and the half bound >= 1.1x over the
