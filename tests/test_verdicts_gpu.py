@@ -179,8 +179,9 @@ def test_3xtf32_fails_its_exact_k1_shapes_as_3xtf32(report: dict[str, Any]):
     """issue 43: products accurate to about fp32's rounding, not IEEE products: the exact cases
     that fail are those at K <= 3 whose inputs need a 12th significant bit, each named 3xTF32, and
     no check finds wrong values. (Accuracy passes if the tensor cores' fp32 accumulation rounds to
-    nearest; a numpy model of truncating accumulation exceeds the fp32 bound on heavy-tailed
-    inputs at K = 1024 and 4096, which is then precision_too_low too, rule 11.)"""
+    nearest; a numpy model of truncating accumulation, tests/test_correct_models.py, takes it just
+    over the fp32 bound on Student-t inputs at K = 16, 25.6 against 24: precision_too_low too, and
+    rule 11b still names 3xTF32.)"""
     k = _kernel(report, "three_tf32")
     failed = [c for c in k["checks"] if c["outcome"] == "failed"]
     exact = [c for c in failed if c["check"] == "exact"]

@@ -3,7 +3,8 @@
 // into big = x with the low 13 mantissa bits dropped (rounded toward zero, as CUTLASS's
 // NumericConverterFastF32 does) and small = tf32(x - big), and the fp32 accumulator gets
 // small(A)*big(B) + big(A)*small(B) + big(A)*big(B): small x small is dropped. Its products are
-// accurate to about fp32's rounding (the accuracy check passes them); but at K <= 3 the exact inputs reach 4096, odd values there need
+// accurate to about fp32's rounding (the accuracy check passes them, or finds them just over the
+// fp32 bound where the accumulator truncates); but at K <= 3 the exact inputs reach 4096, odd values there need
 // 12 significant bits (TF32 holds 11), and the dropped product is 1: the exact outputs are the
 // 3xTF32 result (judges/patterns.py three_tf32), precision_too_low, not wrong_values.
 //
