@@ -160,6 +160,17 @@ def test_a_library_s_complaint_about_stand_ins_names_the_library_and_the_user_s_
     assert "`out`" not in result.describe() and "as far as a launcher can run without a GPU" in result.describe()
 
 
+def test_a_library_launcher_s_stop_is_placed_at_its_call_into_the_gpu_library_not_inside_it():
+    # the ladder's cuBLAS rungs: no frame of the user's own, the launcher lives in pytest-gemm
+    runtime_error = type("CUDARuntimeError", (RuntimeError,), {"__module__": "cupy_backends.cuda.api.runtime"})
+    exc = runtime_error("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+    frames = [("/site/pytest_gemm/measure/cublas.py", 112), ("/site/pytest_gemm/measure/cublas.py", 77),
+              ("cupy/cuda/device.pyx", 62), ("cupy_backends/cuda/api/runtime.pyx", 146)]
+    result = classify(exc, frames, libraries=("/site/pytest_gemm",))
+    assert result.outcome == dry_run.REACHED_LIBRARY and result.message == "cupy_backends", result
+    assert result.where == "/site/pytest_gemm/measure/cublas.py:77", result
+
+
 def test_compile_only_mode_reports_a_launcher_that_raises(no_gpu):
     result = no_gpu.runpytest_subprocess("--gemm-kernel", "launchers:boom", "--gemm-arch", "sm_80", "-p", "no:cacheprovider")
     text = result.stdout.str() + result.stderr.str()
