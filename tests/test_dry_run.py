@@ -150,6 +150,7 @@ def test_with_no_gpu_a_hanging_launcher_is_bounded_by_gemm_timeout_and_says_it_w
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text
     assert "hangs: timeout (launch 64x64x64)" in text and "did not return within 5 s (--gemm-timeout)" in text, text
     assert "launchers:hangs: waiting for the launcher called with stand-in arrays (no GPU)" in text, text
+    assert "its own code hangs before any GPU work" in text and "fails before" not in text, text
 
 
 def test_a_library_s_complaint_about_stand_ins_names_the_library_and_the_user_s_line():

@@ -256,7 +256,7 @@ def check_offline(kernel: Any, rootdir: str, why: str, timeout: float | None = N
         category = cat.TIMEOUT if result.outcome == HUNG else cat.LAUNCH_ERROR
         raise GemmCheckFailure(category, f"{kernel.name!r} at {m}x{n}x{k} with no GPU: {result.describe()}",
                                [f"{why}; so the launcher was called with stand-in arrays (shape, dtype, no data): "
-                                "its own code fails before any GPU work"])
+                                f"its own code {'hangs' if result.outcome == HUNG else 'fails'} before any GPU work"])
     pytest.skip(f"{why}; {result.describe()}")
 
 
