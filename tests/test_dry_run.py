@@ -150,6 +150,7 @@ def test_with_no_gpu_a_hanging_launcher_is_bounded_by_gemm_timeout_and_says_it_w
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text
     assert "hangs: timeout (launch 64x64x64)" in text and "did not return within 5 s (--gemm-timeout)" in text, text
     assert "launchers:hangs: waiting for the launcher called with stand-in arrays (no GPU)" in text, text
+    assert "its own code hangs before any GPU work" in text and "fails before" not in text, text
 
 
 def test_a_library_s_complaint_about_stand_ins_names_the_library_and_the_user_s_line():
@@ -158,6 +159,17 @@ def test_a_library_s_complaint_about_stand_ins_names_the_library_and_the_user_s_
                       libraries=())
     assert result.outcome == dry_run.REACHED_LIBRARY and result.message == "cupy" and result.where == "/home/me/k.py:22"
     assert "`out`" not in result.describe() and "as far as a launcher can run without a GPU" in result.describe()
+
+
+def test_a_library_launcher_s_stop_is_placed_at_its_call_into_the_gpu_library_not_inside_it():
+    # the ladder's cuBLAS rungs: no frame of the user's own, the launcher lives in pytest-gemm
+    runtime_error = type("CUDARuntimeError", (RuntimeError,), {"__module__": "cupy_backends.cuda.api.runtime"})
+    exc = runtime_error("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+    frames = [("/site/pytest_gemm/measure/cublas.py", 112), ("/site/pytest_gemm/measure/cublas.py", 77),
+              ("cupy/cuda/device.pyx", 62), ("cupy_backends/cuda/api/runtime.pyx", 146)]
+    result = classify(exc, frames, libraries=("/site/pytest_gemm",))
+    assert result.outcome == dry_run.REACHED_LIBRARY and result.message == "cupy_backends", result
+    assert result.where == "/site/pytest_gemm/measure/cublas.py:77", result
 
 
 def test_compile_only_mode_reports_a_launcher_that_raises(no_gpu):

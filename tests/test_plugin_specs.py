@@ -129,3 +129,15 @@ def test_template_entries_compile_by_their_instantiation_name(pytester: pytest.P
     k.validate()
     result = compile_for_arch(k, "sm_80")
     assert result.lowered_name.startswith("_Z2mmILi16E") and result.resources.registers > 0
+
+
+def test_a_module_slow_to_import_is_not_waited_on_in_silence(tmp_path, monkeypatch, capsys):
+    from pytest_gemm.kernels import loader
+
+    (tmp_path / "slow.py").write_text("import time\nfrom pytest_gemm import kernel\ntime.sleep(0.6)\n\n"
+                                      "@kernel\ndef k(a, b, c):\n    pass\n")
+    monkeypatch.setattr(loader, "SAY_IMPORTING_AFTER", 0.1)
+    assert [k.name for k in loader.load_specs(["slow.py:k"], tmp_path)] == ["k"]
+    err = capsys.readouterr().err
+    assert "pytest-gemm: --gemm-kernel 'slow.py:k': importing it has taken 0.1 s so far" in err, err
+    assert "--gemm-timeout does not bound it" in err and "Ctrl-C" in err, err

@@ -134,7 +134,10 @@ def classify(exc: BaseException | None, frames: list[tuple[str, int]], libraries
     if exc is None:
         return DryResult(RETURNED)
     own = [f for f in frames if not is_library_file(f[0], libraries)]
-    where = f"{own[-1][0]}:{own[-1][1]}" if own else (f"{frames[-1][0]}:{frames[-1][1]}" if frames else "?")
+    if not own:  # a launcher of a library (the ladder's cuBLAS): its line that called into the GPU library
+        gpu = [i for i, f in enumerate(frames) if _package(f[0]) in GPU_LIBRARIES]
+        own = frames[:gpu[0]] if gpu and gpu[0] > 0 else frames
+    where = f"{own[-1][0]}:{own[-1][1]}" if own else "?"
     if isinstance(exc, NeedsGpu):
         return DryResult(REACHED_DATA, where, str(exc))
     module = type(exc).__module__.split(".")[0]
@@ -253,7 +256,7 @@ def check_offline(kernel: Any, rootdir: str, why: str, timeout: float | None = N
         category = cat.TIMEOUT if result.outcome == HUNG else cat.LAUNCH_ERROR
         raise GemmCheckFailure(category, f"{kernel.name!r} at {m}x{n}x{k} with no GPU: {result.describe()}",
                                [f"{why}; so the launcher was called with stand-in arrays (shape, dtype, no data): "
-                                "its own code fails before any GPU work"])
+                                f"its own code {'hangs' if result.outcome == HUNG else 'fails'} before any GPU work"])
     pytest.skip(f"{why}; {result.describe()}")
 
 

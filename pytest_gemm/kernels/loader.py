@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -30,6 +31,8 @@ SHIPPED_PREFIX = "gemm:"
 #: The names the shipped packages are loaded under (not ``reference_kernels``: that name is
 #: the user's to have).
 SHIPPED_MODULE = "_pytest_gemm_shipped_{}"
+#: Seconds of importing a spec's module in this process after which the run says it is waiting.
+SAY_IMPORTING_AFTER = 5.0
 
 
 def shipped_dir(name: str) -> Path:
@@ -235,6 +238,23 @@ def load_spec(spec: str, rootdir: Path | None = None, each: bool = False) -> lis
     return kernels
 
 
+def _load_saying_if_slow(spec: str, rootdir: Path) -> list[GemmKernel]:
+    """``load_spec`` in this process; a module whose top level runs long (a hang, a slow import)
+    is not waited on in silence: after a few seconds the run says what it is waiting for."""
+    def say() -> None:
+        print(f"pytest-gemm: --gemm-kernel {spec!r}: importing it has taken {SAY_IMPORTING_AFTER:g} s so far; "
+              "its module's top-level code runs in this process, so --gemm-timeout does not bound it "
+              "(Ctrl-C stops the run)", file=sys.stderr, flush=True)
+
+    timer = threading.Timer(SAY_IMPORTING_AFTER, say)
+    timer.daemon = True
+    timer.start()
+    try:
+        return load_spec(spec, rootdir, each=True)
+    finally:
+        timer.cancel()
+
+
 def load_specs(specs: list[str], rootdir: Path | None = None, in_child: bool = False) -> list[GemmKernel]:
     """Kernels of all specs, with unique display names (a repeated name gets a suffix). A kernel
     whose declaration is wrong is a ``BadDeclaration`` (its tests fail, the others run), unless
@@ -246,7 +266,7 @@ def load_specs(specs: list[str], rootdir: Path | None = None, in_child: bool = F
     root = (rootdir or Path.cwd()).resolve()
     loaded = [k for spec in specs for k in (
         read_in_child(spec, root) if in_child and not spec.startswith(SHIPPED_PREFIX)  # ours: trusted
-        else load_spec(spec, root, each=True))]
+        else _load_saying_if_slow(spec, root))]
     if loaded and all(is_bad(k) for k in loaded):
         raise GemmSpecError(loaded[0].message)  # type: ignore[union-attr]
     for k in loaded:
