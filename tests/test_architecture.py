@@ -142,3 +142,20 @@ def test_an_import_with_no_reason_is_caught(tmp_path: Path):
                                      "    import scipy\n    from . import g  # cycle: g imports this one\n"
                                      "    import re  # lazy: only on this rare path\n    import csv\n    return json, scipy, g, os, re, csv\n")
     assert _unexplained_function_imports(tmp_path) == {"mod.py": ["5: import json", "11: import csv"]}
+
+
+def test_the_plugin_and_its_verdicts_load_without_numpy_or_cupy():
+    """The pytest process that collects, judges and writes the report loads the plugin and, at the
+    first test report, the verdict (runner/results.py -> outputs/records.py -> outputs/verdicts.py):
+    none of them may pull in numpy or CuPy (DESIGN: lazy CUDA imports; the judges' numpy stays in
+    the kernel's process). A constant the verdict shares with judges/bounds.py once did, and a test
+    whose pytester restored sys.modules then broke the next import of numpy in that process."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pytest_gemm.plugin, pytest_gemm.runner.results, pytest_gemm.outputs.records\n"
+            "print(sorted(m for m in ('numpy', 'cupy', 'scipy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout

@@ -5,6 +5,7 @@ the whole plugin run through pytester on a fake GPU (``tests/fakegpu.py``: a dev
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,11 @@ def test_after_a_timeout_a_kernel_that_completes_checks_runs_each_one_with_a_sho
     assert "within 4 s (--gemm-timeout)" in first["message"]
     later = [c for c in big if c is not first]
     assert all("a short budget" in c["message"] and "not run" not in c["message"] for c in later)
-    assert all(c["wall_s"] < 3.9 for c in later), [c["wall_s"] for c in later]  # 3 s budgets, not 4 s
+    # 3 s budgets, not 4 s: read from what each says it allowed (its wall time also holds the fresh
+    # process the timeout left it, which a loaded machine stretched past 4 s)
+    budgets = [float(re.search(r"did not finish within ([\d.]+) s", c["message"]).group(1)) for c in later]
+    assert all(b < 3.5 for b in budgets), budgets
+    assert all(c["wall_s"] < 8 for c in later), [c["wall_s"] for c in later]
     assert took < 4 + 4 * len(later) + 20
 
 

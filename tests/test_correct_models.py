@@ -13,7 +13,8 @@ from correct_models import (F32, F64, fma, fp64_accumulate, kahan, reverse_fma, 
 from pytest_gemm.checks.accuracy import assert_accurate_problem
 from pytest_gemm.checks.cases import (ACCURACY_SHAPES, ALPHA_BETA_SHAPE, ALPHAS, BETAS, DISTRIBUTIONS, EXACT_SHAPES,
                                       build_cases)
-from pytest_gemm.judges.bounds import NEAR_BOUND, check_accuracy
+from pytest_gemm.judges.bounds import check_accuracy
+from pytest_gemm.model.precision import NEAR_BOUND
 from pytest_gemm.judges.diagnose import diagnose
 from pytest_gemm.judges.epilogue import explain_epilogue
 from pytest_gemm.judges.inputs import exact_inputs, random_inputs

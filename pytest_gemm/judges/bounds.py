@@ -133,7 +133,7 @@ import numpy
 
 from ..model.categories import PRECISION_TOO_LOW, UNWRITTEN_OUTPUT, WRONG_VALUES, GemmCheckFailure
 from .sentinels import unwritten_mask
-from ..model.precision import Precision, get_precision
+from ..model.precision import NEAR_BOUND, Precision, get_precision
 
 UNIT_ROUNDOFF = 2.0 ** -24
 TF32_INPUT_ROUNDING = 2.0 ** 15 + 16   # (2**-9 + 2**-20) / 2**-24: both inputs truncated to 10 bits
@@ -177,10 +177,6 @@ def _band_7bit(k: int) -> float:
 
 _TF32_IN_FP32 = ("errors look like TF32 (10-bit mantissa) arithmetic in a kernel declared fp32: are the inputs "
                  "rounded to TF32 (tensor cores, allow_tf32) or to fp16, or the accumulator a half?")
-# Just over the fp32 bound (up to NEAR_BOUND times it) the errors may be a truncating float32
-# accumulator's instead: tensor cores computing an fp32 emulation (3xTF32, numpy model: 25.6 against
-# 24 at K = 16, Student-t, seed 5); TF32 inputs give 150x the bound at K = 16 but only 1.5x at K = 4096.
-NEAR_BOUND = 2.0
 _TRUNCATING_FP32 = (" (errors this close to the bound, {x:.2g} x it, are also what a float32 accumulator that "
                     "truncates makes: tensor cores computing an fp32 emulation such as 3xTF32)")
 _BF16_IN = ("errors look like bf16 (7-bit mantissa) arithmetic in a kernel declared {p}: are the inputs or "
@@ -345,5 +341,5 @@ def fraction_within_bound(got: Any, ref64: Any, absprod64: Any, k: int, precisio
 
 __all__ = [
     "fraction_within_bound", "UNIT_ROUNDOFF", "AccuracyReport", "allowed_ratio", "fp32_ratio", "tensor_core_ratio", "check_accuracy",
-    "assert_accurate", "tolerance_report", "rounding_sized", "NEAR_BOUND",
+    "assert_accurate", "tolerance_report", "rounding_sized",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..checks.registry import CHECKS
-from ..judges.bounds import NEAR_BOUND
+from ..model.precision import NEAR_BOUND
 from ..model import categories as cat
 import re
 
