@@ -19,12 +19,16 @@ import pytest
 
 def _arch_cases(config):
     """(value, id, skip reason or None) for every kernel (or launcher build) and architecture."""
+    from pytest_gemm.kernels.declared import is_bad
     from pytest_gemm.model.contract import CudaKernel, short_id
     from pytest_gemm.runner.state import kernels_under_test, state
 
     wanted = state(config).arches
     cases = []
     for kernel in kernels_under_test(config):
+        if is_bad(kernel):  # its declaration is wrong: one test, failing with its message
+            cases.append(((kernel, None), f"compile-{short_id(str(kernel.name))}-declaration", None))
+            continue
         builds = [(kernel, None)] if isinstance(kernel, CudaKernel) else [(b, kernel) for b in kernel.builds]
         if not builds and wanted:  # compile-only mode: in the summary and the report, with why
             cases.append(((kernel, None), f"compile-{short_id(str(kernel.name))}", None))
@@ -56,7 +60,11 @@ def test_compiles_offline(gemm_kernel_arch, gemm_record, request):
     from pytest_gemm.checks.compile import other_than_this_gpu, run_offline
     from pytest_gemm.runner.state import state
 
+    from pytest_gemm.kernels.declared import is_bad, refuse
+
     kernel, arch, *build = gemm_kernel_arch
+    if is_bad(kernel):
+        refuse(kernel)
     if arch is None:
         from pytest_gemm.kernels.dry_run import check_offline
 

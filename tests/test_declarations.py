@@ -78,3 +78,19 @@ def test_asking_for_a_confinement_this_machine_lacks_is_refused(fake, monkeypatc
     result = fake.runpytest_subprocess("-p", "fakegpu", "--gemm-kernel", "one_bad.py:KERNELS",
                                        "--gemm-confine", "bubblewrap")
     assert result.ret == 4 and "PYTEST_GEMM_BWRAP" in result.stderr.str()
+
+
+def test_in_compile_only_mode_a_bad_declaration_fails_with_its_message_not_as_a_launcher(fake):
+    # --gemm-arch took a kernel whose declaration is wrong for a Python launcher that declares no
+    # CUDA, called it with stand-in arrays, and failed it with "AttributeError: 'BadDeclaration'
+    # object has no attribute 'fn'"
+    result = fake.runpytest_subprocess("-p", "no:cacheprovider", "--gemm-kernel", "one_bad.py:KERNELS",
+                                       "--gemm-arch", "sm_80", "--gemm-report", "r.json")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == 1, text
+    assert "'BadDeclaration' object" not in text, text
+    kernels = {k["name"]: k for k in json.loads((fake.path / "r.json").read_text())["kernels"]}
+    (check,) = kernels["bad"]["checks"]
+    assert check["check"] == "compile" and check["category"] == "launch_error", check
+    assert "one_bad.py:KERNELS" in check["message"] and "bf16" in check["message"], check
+    assert all(kernels[k]["checks"] and "bf16" not in kernels[k]["checks"][0]["message"] for k in ("ok", "ok0"))

@@ -178,3 +178,29 @@ def test_compile_only_mode_reports_a_launcher_that_raises(no_gpu):
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text
     result.assert_outcomes(failed=1)
     assert "boom: launch_error (compile)" in text and "RuntimeError: not written yet" in text, text
+
+
+def test_compile_only_mode_names_a_launcher_it_could_not_compile_check(no_gpu):
+    # a module of a CUDA C kernel and a Python launcher that builds nothing: the run is judged by
+    # what it compiled (exit 0), and the launcher is named, not left to the skip counts
+    no_gpu.makepyfile(mixed=textwrap.dedent("""
+        from pytest_gemm import CudaKernel, kernel
+
+        naive = CudaKernel(source='''
+        extern "C" __global__ void gemm(const float* A, const float* B, float* C, int M, int N, int K) {
+            int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+            if (r < M && c < N) { float s = 0.f; for (int k = 0; k < K; ++k) s += A[r * K + k] * B[k * N + c]; C[r * N + c] = s; }
+        }''', entry="gemm", block=(16, 16), tile=(16, 16), name="naive")
+
+        @kernel(name="library call")
+        def library_call(a, b, c):
+            import cupy
+            cupy.matmul(a, b, out=c)
+    """))
+    result = no_gpu.runpytest_subprocess("--gemm-kernel", "mixed.py:naive", "--gemm-kernel", "mixed.py:library_call",
+                                         "--gemm-arch", "sm_80", "-p", "no:cacheprovider")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, text
+    assert len(re.findall(r"^library call: not compile-checked: kernel 'library call' is a Python launcher that "
+                          r"declares no CUDA it builds", text, re.M)) == 1, text
+    assert "naive: not compile-checked" not in text and "naive: compiled only" in text, text

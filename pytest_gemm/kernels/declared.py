@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..model.contract import CudaKernel, GemmKernel, PyKernel
+from ..model import categories as cat
+from ..model.categories import GemmCheckFailure
 from ..model.declaration import GemmSpecError
 from ..model.declaration import grid_takes_device
 from .autotune import autotunes, tuning_allowance
@@ -50,6 +52,12 @@ class BadDeclaration:
 
 def is_bad(kernel: Any) -> bool:
     return isinstance(kernel, BadDeclaration)
+
+
+def refuse(kernel: BadDeclaration) -> None:
+    """Fail the test of a kernel whose declaration is wrong, with its one-line message."""
+    raise GemmCheckFailure(cat.LAUNCH_ERROR, kernel.message,
+                           ["the kernel was not run: its declaration is wrong (the other kernels are tested)"])
 
 
 # ---- the child's side: a kernel as data -------------------------------------------------------

@@ -7,6 +7,9 @@
   fails with the reasons.
 - :func:`untested_kernels`: a kernel under test of which nothing ran for want of a GPU (a
   Python launcher declares no CUDA C to compile) fails the run, with one line naming it.
+- :func:`uncompiled_kernels`: in a compile-only run that compiled something, a kernel under
+  test none of whose compile checks ran (a Python launcher that declares no CUDA it builds)
+  gets one line naming it; the run is judged by what it compiled.
 - :func:`skips_by_reason`: the terminal summary counts skipped tests by reason, so a run
   that skipped most of its checks says so without ``-rs``.
 
@@ -74,6 +77,22 @@ def untested_kernels(records: Iterable[Any], names: Iterable[str] | None = None)
         launch = [r for r in result.checks if r.check == "launch" and r.skipped_for_no_gpu]
         if not result.ladder and result.verdict.status == "skipped" and launch:
             lines.append(f"{name}: not tested: {launch[0].summary}")
+    return lines
+
+
+def uncompiled_kernels(records: Iterable[Any], names: Iterable[str]) -> list[str]:
+    """Compile-only mode: one line for each of ``names`` (the kernels under test) whose compile
+    checks were all skipped, with the first one's reason; a kernel with no compile record at all
+    (deselected) gets none. Pure."""
+    lines = []
+    compiles: dict[str, list[Any]] = {}
+    for r in as_records(records):
+        if r.check == "compile" and not r.ladder:
+            compiles.setdefault(r.kernel, []).append(r)
+    for name in names:
+        found = compiles.get(name, [])
+        if found and all(r.outcome == "skipped" for r in found):
+            lines.append(f"{name}: not compile-checked: {found[0].summary}")
     return lines
 
 

@@ -15,8 +15,6 @@ from .results import record_facts
 from ..model.contract import PyKernel, unsupported_reason
 from .execution import run_in_sandbox
 from .state import state
-from ..model import categories as cat
-from ..model.categories import GemmCheckFailure
 
 
 @pytest.fixture
@@ -132,12 +130,10 @@ def gemm_check(gemm_case: Any, request: pytest.FixtureRequest) -> Callable[..., 
 
     def run(params: dict | None = None) -> dict:
         # lazy: keeps kernels.autotune, kernels.confine, kernels.declared out of the plugin's load
-        from ..kernels.declared import is_bad
+        from ..kernels.declared import is_bad, refuse
 
         if is_bad(kernel):  # its declaration is wrong: it is not run, and says why
-
-            raise GemmCheckFailure(cat.LAUNCH_ERROR, kernel.message,
-                                   ["the kernel was not run: its declaration is wrong (the other kernels are tested)"])
+            refuse(kernel)
         no_gpu = None
         try:
             device = require_device()
