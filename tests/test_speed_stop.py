@@ -68,7 +68,7 @@ class _FakeCuda:
     """Just enough of CuPy for ``time_gpu``: each timed call's elapsed time comes from ``times``."""
 
     def __init__(self, times: list[float]):
-        self.times, self.calls = iter(times), 0
+        self.times = iter(times)
         event = types.SimpleNamespace(record=lambda stream=None: None, synchronize=lambda: None)
         self.cuda = types.SimpleNamespace(
             Stream=types.SimpleNamespace(null=contextlib.nullcontext()),
