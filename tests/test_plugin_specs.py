@@ -44,6 +44,8 @@ def assert_usage_error(result, *needles: str) -> None:
     ("mykernels:plain", {}, ["plain is a function, not a kernel", "@pytest_gemm.kernel"]),
     ("mykernels:k", {"signature": '"A,B,C,M,N,Q"'}, ["unknown token(s) 'Q'", "valid tokens are A, B, C, M, N, K, alpha, beta"]),
     ("mykernels:k", {"signature": '"A,B,C,M,N"'}, ["is missing K"]),
+    ("mykernels:k", {"signature": '"A,B,C,N"'}, ["is missing M, K", "written for square matrices (one size N)",
+                                                 "give it M, N and K"]),
     ("mykernels:k", {"signature": '"A,B,C,M,N,K,alpha"'}, ["alpha and beta come together"]),
     ("mykernels:k", {"precision": '"fp8"'}, ["unknown precision 'fp8'", "fp32, tf32, fp16, bf16"]),
     ("mykernels:k", {"block": "(64, 32)"}, ["2048 threads", "at most 1024"]),

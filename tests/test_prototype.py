@@ -29,6 +29,7 @@ SOURCE = textwrap.dedent("""
                                         float* D,
     #endif
                                         float* C, int M, int N, int K) {}
+    extern "C" __global__ void mm_square(const float* A, const float* B, float* C, int N) {}
 """)
 T6 = ("A", "B", "C", "M", "N", "K")
 T8 = T6 + ("alpha", "beta")
@@ -55,6 +56,8 @@ def test_declarations_that_match_their_prototype_or_that_the_source_does_not_spe
 @pytest.mark.parametrize("entry, tokens, precision, needles", [
     ("mm_naive", T8, "fp32", ["has 8 tokens", "mm_naive in mm.cu takes 6 parameters"]),
     ("mm_ab", T6, "fp32", ["has 6 tokens", "takes 8 parameters"]),
+    ("mm_square", T6, "fp32", ["has 6 tokens", "takes 4 parameters", "written for square matrices (one size N)",
+                               "give it M, N and K"]),
     ("mm_naive", T6, "fp16", ["'const float* A' of mm_naive in mm.cu is A, a float pointer",
                               "precision='fp16' stores A as __half"]),
     ("mm_half", T6, "fp32", ["a __half pointer", "precision='fp32' stores A as float"]),

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence, Union
 from . import arches as _arches
 from .declaration import (EmptyGridError, GemmSpecError, check_arches, check_keywords, grid_takes_device,
                           strict_init)
-from .prototype import problems
+from .prototype import SQUARE_HINT, problems
 from .precision import PRECISIONS
 
 SIGNATURE_TOKENS = ("A", "B", "C", "M", "N", "K", "alpha", "beta")
@@ -52,9 +52,11 @@ def parse_signature(signature: str) -> tuple[str, ...]:
         raise GemmSpecError(f"signature {signature!r}: token(s) {', '.join(repeated)} appear more than once")
     missing = [t for t in REQUIRED_TOKENS if t not in tokens]
     if missing:
+        square = ("N" in tokens and "M" in missing and "K" in missing)  # a tutorial's kernel(A, B, C, N)
         raise GemmSpecError(
             f"signature {signature!r} is missing {', '.join(missing)}; "
             "a GEMM kernel takes at least A, B, C, M, N, K in the order its C++ parameters are declared"
+            + (f"; {SQUARE_HINT}" if square else "")
         )
     if ("alpha" in tokens) != ("beta" in tokens):
         raise GemmSpecError(f"signature {signature!r}: alpha and beta come together; give both or neither")

@@ -13,6 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+#: Said to a kernel written for square matrices only (a tutorial's kernel(A, B, C, N)).
+SQUARE_HINT = ("a kernel written for square matrices (one size N) is also run on non-square shapes here: give it "
+               "M, N and K (A is M x K, B is K x N, C is M x N, row-major) and use each where N stood for it")
+
 #: Element types of the A and B pointers for each precision, and their spellings in C.
 _ELEMENT = {"float": "float", "double": "double", "__half": "__half", "half": "__half",
             "__nv_bfloat16": "__nv_bfloat16", "nv_bfloat16": "__nv_bfloat16", "int": "int",
@@ -164,9 +168,12 @@ def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...], pr
     if any("..." in p or "#" in p for p in proto.params):  # variadic, or parameters that -D options pick
         return out
     if len(proto.params) != len(tokens):
+        typed = [_param_type(p) for p in proto.params]
+        square = len(typed) == 4 and all(t is not None and t[1] > 0 for t in typed[:3]) and typed[3] is not None \
+            and typed[3][1] == 0 and typed[3][0] in _SCALARS and typed[3][0] not in ("float", "double", "__half", "half")
         out.append(f"signature {','.join(tokens)!r} has {len(tokens)} tokens, but {where} takes "
                    f"{len(proto.params)} parameters ({', '.join(proto.params)}); the signature names the C "
-                   f"parameters in order, one token each")
+                   f"parameters in order, one token each" + (f"; {SQUARE_HINT}" if square else ""))
         return out
     for token, param in zip(tokens, proto.params):
         typed = _param_type(param)
