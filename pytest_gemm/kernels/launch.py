@@ -21,6 +21,20 @@ from .device import GemmDevice
 _STREAMS: dict[int, Any] = {}
 
 
+#: What a Python launcher's calls returned, when not None: returning the product instead of writing
+#: it into c is a common first slip, and C then reads as never written (checks/dispatch.py says so).
+RETURNED: list[str] = []
+
+
+def note_returned(value: Any) -> None:
+    """Remember what a launcher call returned (nothing for None)."""
+    if value is None:
+        return
+    shape = getattr(value, "shape", None)
+    what = f"a {type(value).__module__.split('.')[0]}.{type(value).__name__}"
+    RETURNED[:] = [what + (f" of shape {tuple(shape)}" if shape is not None else "")]
+
+
 def _launcher_stream() -> Any:
     """The stream current while a Python launcher runs (one per device, kept for the process);
     the stream probe (stream_probe.py) swaps in a held one of its own."""
@@ -98,9 +112,9 @@ class LoadedKernel:
             # default stream the timing runs on still waits for it.
             with _launcher_stream():
                 if kernel.takes_alpha_beta:
-                    kernel.fn(a, b, c, alpha, beta)
+                    note_returned(kernel.fn(a, b, c, alpha, beta))
                 else:
-                    kernel.fn(a, b, c)
+                    note_returned(kernel.fn(a, b, c))
             return
         values = {"A": a, "B": b, "C": c, "M": np.int32(m), "N": np.int32(n), "K": np.int32(k),
                   "alpha": np.float32(alpha), "beta": np.float32(beta)}

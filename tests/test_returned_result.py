@@ -1,0 +1,68 @@
+"""A Python launcher that returns the product instead of writing it into c (a common first slip:
+``return cupy.matmul(a, b)``, ``c = a @ b``): C reads as never written, and the failure says what
+the launcher returned and how to write into c (checks/dispatch.py, kernels/launch.py). No GPU:
+the launch goes through ``LoadedKernel.__call__`` with its stream stood in, the check is faked."""
+from __future__ import annotations
+
+import contextlib
+import types
+
+import numpy as np
+import pytest
+
+from pytest_gemm import kernel
+from pytest_gemm.checks import dispatch
+from pytest_gemm.kernels import launch
+from pytest_gemm.model import categories as cat
+from pytest_gemm.model.categories import GemmCheckFailure
+
+
+@kernel
+def returns_product(a, b, c):
+    return a @ b
+
+
+@kernel
+def writes_into_c(a, b, c):
+    c[...] = a @ b
+
+
+def _call(k, monkeypatch) -> None:
+    monkeypatch.setattr(launch, "_launcher_stream", contextlib.nullcontext)
+    loaded = launch.LoadedKernel.__new__(launch.LoadedKernel)  # a Python launcher needs no compile
+    loaded.kernel = k
+    a, b, c = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32), np.zeros((4, 5), np.float32)
+    loaded(a, b, c, 4, 5, 3)
+
+
+def _check_failing_as(category: str, k, monkeypatch) -> GemmCheckFailure:
+    """run_check with a stand-in check that calls the launcher once, then fails as ``category``."""
+    def runner(h, shape, params, record, options):
+        _call(k, monkeypatch)
+        raise GemmCheckFailure(category, "exact at 4x5x3: C was left unwritten", ["a detail of the check's own"])
+
+    monkeypatch.setattr(dispatch.registry, "get", lambda name: types.SimpleNamespace(gpu=True, runner=lambda: runner))
+    monkeypatch.setattr(dispatch, "require_device", lambda: None)
+    monkeypatch.setattr("pytest_gemm.kernels.harness.harness_for", lambda kernel, device: None)
+    monkeypatch.setattr("pytest_gemm.kernels.harness.scrub_secrets", lambda: None)
+    monkeypatch.setattr(dispatch, "traced", lambda kernel, options, facts: contextlib.nullcontext())
+    with pytest.raises(GemmCheckFailure) as failed:
+        dispatch.run_check(k, "exact", (4, 5, 3), {}, {}, {})
+    return failed.value
+
+
+def test_a_launcher_that_returns_the_product_is_told_to_write_into_c(monkeypatch):
+    failure = _check_failing_as(cat.UNWRITTEN_OUTPUT, returns_product, monkeypatch)
+    assert failure.details[0] == "a detail of the check's own"
+    assert failure.details[-1].startswith("the launcher returned a numpy.ndarray of shape (4, 5): only C is read, "
+                                          "so write the result into c"), failure.details
+
+
+def test_a_launcher_that_writes_into_c_gets_no_such_line(monkeypatch):
+    failure = _check_failing_as(cat.UNWRITTEN_OUTPUT, writes_into_c, monkeypatch)
+    assert not any("returned" in d for d in failure.details), failure.details
+
+
+def test_the_line_is_only_for_outputs_that_read_as_unwritten_or_wrong(monkeypatch):
+    failure = _check_failing_as(cat.FAULT, returns_product, monkeypatch)
+    assert not any("returned" in d for d in failure.details), failure.details
