@@ -172,5 +172,11 @@ def test_a_launcher_with_its_own_defaulted_parameters_is_called_with_three():
         k = kernel()(fn)
         k.validate()
         assert k.takes_alpha_beta
-    with pytest.raises(GemmSpecError, match="takes 4 positional parameters"):
+    with pytest.raises(GemmSpecError, match="takes 4 positional parameters$"):
         kernel()(needs_four).validate()
+
+    def with_sizes(a, b, c, m, n, k): ...  # as a CUDA kernel takes them
+
+    with pytest.raises(GemmSpecError, match=r"takes 6 positional parameters; the sizes come from the arrays: "
+                                            r"m, k = a\.shape; n = b\.shape\[1\]"):
+        kernel()(with_sizes).validate()

@@ -330,6 +330,7 @@ class PyKernel:
                 f"{label}: a @kernel function takes (a, b, c) or (a, b, c, alpha, beta), "
                 f"but {self.fn.__name__} takes {len(params)} positional parameters"
                 + (f", {len(required)} without a default" if len(required) != len(params) else "")
+                + ("; the sizes come from the arrays: m, k = a.shape; n = b.shape[1]" if len(params) > 5 else "")
             )
 
     @property
