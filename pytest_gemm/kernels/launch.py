@@ -30,9 +30,13 @@ def note_returned(value: Any) -> None:
     """Remember what a launcher call returned (nothing for None)."""
     if value is None:
         return
-    shape = getattr(value, "shape", None)
-    what = f"a {type(value).__module__.split('.')[0]}.{type(value).__name__}"
-    RETURNED[:] = [what + (f" of shape {tuple(shape)}" if shape is not None else "")]
+    try:
+        shape = getattr(value, "shape", None)
+        what = f"a {type(value).__module__.split('.')[0]}.{type(value).__name__}" \
+            + (f" of shape {tuple(shape)}" if shape is not None else "")
+    except Exception:  # noqa: BLE001 - whatever it returned, the check's own verdict stands
+        what = "a value"
+    RETURNED[:] = [what[:160]]
 
 
 def _launcher_stream() -> Any:
