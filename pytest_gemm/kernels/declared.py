@@ -20,7 +20,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from ..model.contract import CudaKernel, GemmKernel, PyKernel
 from ..model import categories as cat
@@ -54,7 +54,7 @@ def is_bad(kernel: Any) -> bool:
     return isinstance(kernel, BadDeclaration)
 
 
-def refuse(kernel: BadDeclaration) -> None:
+def refuse(kernel: BadDeclaration) -> NoReturn:
     """Fail the test of a kernel whose declaration is wrong, with its one-line message."""
     raise GemmCheckFailure(cat.LAUNCH_ERROR, kernel.message,
                            ["the kernel was not run: its declaration is wrong (the other kernels are tested)"])
