@@ -85,12 +85,10 @@ def uncompiled_kernels(records: Iterable[Any], names: Iterable[str]) -> list[str
     checks were all skipped, with the first one's reason; a kernel with no compile record at all
     (deselected) gets none. Pure."""
     lines = []
-    compiles: dict[str, list[Any]] = {}
-    for r in as_records(records):
-        if r.check == "compile" and not r.ladder:
-            compiles.setdefault(r.kernel, []).append(r)
+    kernels = RunResults.build(records).kernels
     for name in names:
-        found = compiles.get(name, [])
+        result = kernels.get(name)
+        found = [r for r in result.checks if r.check == "compile"] if result is not None and not result.ladder else []
         if found and all(r.outcome == "skipped" for r in found):
             lines.append(f"{name}: not compile-checked: {found[0].summary}")
     return lines

@@ -33,7 +33,9 @@ def _fail_at_finish(session: pytest.Session, st: Any, note: str) -> None:
 
 
 def nothing_compiled_at_finish(session: pytest.Session) -> None:
-    """A compile-only run (--gemm-arch) in which nothing compiled fails (exit status 1), with why."""
+    """A compile-only run (--gemm-arch) in which nothing compiled fails (exit status 1), with why;
+    in one that compiled something, each kernel under test none of whose compile checks ran is
+    named in the summary (the run is judged by what it compiled)."""
     config = session.config
     st = config.stash.get(STATE, None)
     if st is None or not st.arches or is_xdist_worker(config) or not st.kernels:
