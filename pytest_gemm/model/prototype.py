@@ -26,6 +26,7 @@ _WANT_AB = {"fp32": "float", "tf32": "float", "fp16": "__half", "bf16": "__nv_bf
 _INT32 = {"int", "signed", "signed int", "unsigned", "unsigned int", "int32_t", "uint32_t"}
 _SCALARS = {"size_t", "long", "long long", "unsigned long", "unsigned long long", "int64_t", "uint64_t",
             "float", "double", "short", "char", "bool", "__half", "half"} | _INT32
+_FLOATING = {"float", "double", "__half", "half"}
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|register)\b")
 _TYPE_WORDS = {"float", "double", "int", "unsigned", "signed", "short", "long", "char", "bool", "half", "__half",
                "__nv_bfloat16", "nv_bfloat16", "size_t", "int32_t", "uint32_t", "int64_t", "uint64_t"}
@@ -135,6 +136,16 @@ def _arg_kind(arg: str) -> str | None:
     return None
 
 
+def _square_only(params: list[str] | tuple[str, ...]) -> bool:
+    """Three pointers, then one integer by value: a tutorial's kernel(A, B, C, N) for square matrices."""
+    typed = [_param_type(p) for p in params]
+    if len(typed) != 4 or None in typed:
+        return False
+    *pointers, (kind, depth) = typed  # type: ignore[misc]
+    return all(d > 0 for _, d in pointers) and depth == 0 and kind in _SCALARS and kind not in _FLOATING
+
+
+
 def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...], precision: str) -> list[str]:
     """What the declaration gets wrong about the C prototype of ``entry`` (empty: nothing seen)."""
     base, _, rest = entry.partition("<")
@@ -168,12 +179,9 @@ def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...], pr
     if any("..." in p or "#" in p for p in proto.params):  # variadic, or parameters that -D options pick
         return out
     if len(proto.params) != len(tokens):
-        typed = [_param_type(p) for p in proto.params]
-        square = len(typed) == 4 and all(t is not None and t[1] > 0 for t in typed[:3]) and typed[3] is not None \
-            and typed[3][1] == 0 and typed[3][0] in _SCALARS and typed[3][0] not in ("float", "double", "__half", "half")
         out.append(f"signature {','.join(tokens)!r} has {len(tokens)} tokens, but {where} takes "
                    f"{len(proto.params)} parameters ({', '.join(proto.params)}); the signature names the C "
-                   f"parameters in order, one token each" + (f"; {SQUARE_HINT}" if square else ""))
+                   f"parameters in order, one token each" + (f"; {SQUARE_HINT}" if _square_only(proto.params) else ""))
         return out
     for token, param in zip(tokens, proto.params):
         typed = _param_type(param)

@@ -26,8 +26,8 @@ from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP
 
 #: The ini keys pytest-gemm reads; any of them set makes the plugin active.
 INI_KEYS = ("gemm_kernels", "gemm_weights", "gemm_visibility", "gemm_performance_threshold", "gemm_require_gpu",
-            "gemm_shapes", "gemm_compile_arches", "gemm_require_confinement", "gemm_speed_budget", "gemm_speed_stop", "gemm_trace",
-            "gemm_own_kernel", "gemm_vendor_kernels")
+            "gemm_shapes", "gemm_compile_arches", "gemm_require_confinement", "gemm_speed_budget", "gemm_speed_stop",
+            "gemm_trace", "gemm_own_kernel", "gemm_vendor_kernels")
 _OPTION_DEFAULTS: dict[str, Any] = {"gemm_isolation": "process"}
 
 REQUIRE_GPU_HINT = ("run on a machine whose GPU and driver work (check nvidia-smi and the CuPy extra matching "
