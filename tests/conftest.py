@@ -3,15 +3,27 @@ module with a selected test is started at once, when the first test asks for one
 ``gemm_quiet_machine`` run before that."""
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 from typing import Iterator
 
 import pytest
+
+import pytest_gemm
 
 from gpu_runs import SuiteRun, SuiteRuns
 from suite_helpers import ci_toolchain_problem
 
 RUNS = pytest.StashKey[dict[str, SuiteRun]]()
+
+# Every module of the package is imported once, here, before any in-process pytester run. That
+# run restores sys.modules when it ends: a module first imported inside it would be dropped from
+# sys.modules but stay an attribute of its package, so a later test could patch that stale copy
+# while the code under test imports a fresh one (tests then passed or failed by their order).
+# None of them imports CUDA at import (lazy CUDA imports); this costs under a second.
+for _module in pkgutil.walk_packages(pytest_gemm.__path__, "pytest_gemm."):
+    importlib.import_module(_module.name)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
