@@ -27,23 +27,25 @@ def writes_into_c(a, b, c):
     c[...] = a @ b
 
 
-def _call(k, monkeypatch) -> None:
+def _loaded(k, monkeypatch) -> launch.LoadedKernel:
     monkeypatch.setattr(launch, "_launcher_stream", contextlib.nullcontext)
     loaded = launch.LoadedKernel.__new__(launch.LoadedKernel)  # a Python launcher needs no compile
     loaded.kernel = k
-    a, b, c = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32), np.zeros((4, 5), np.float32)
-    loaded(a, b, c, 4, 5, 3)
+    return loaded
 
 
 def _check_failing_as(category: str, k, monkeypatch) -> GemmCheckFailure:
     """run_check with a stand-in check that calls the launcher once, then fails as ``category``."""
     def runner(h, shape, params, record, options):
-        _call(k, monkeypatch)
+        a, b, c = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32), np.zeros((4, 5), np.float32)
+        h.loaded(a, b, c, 4, 5, 3)
         raise GemmCheckFailure(category, "exact at 4x5x3: C was left unwritten", ["a detail of the check's own"])
 
     monkeypatch.setattr(dispatch.registry, "get", lambda name: types.SimpleNamespace(gpu=True, runner=lambda: runner))
     monkeypatch.setattr(dispatch, "require_device", lambda: None)
-    monkeypatch.setattr("pytest_gemm.kernels.harness.harness_for", lambda kernel, device: None)
+    harness = types.SimpleNamespace(loaded=_loaded(k, monkeypatch))
+    harness.loaded.returned = "left over from an earlier check"
+    monkeypatch.setattr("pytest_gemm.kernels.harness.harness_for", lambda kernel, device: harness)
     monkeypatch.setattr("pytest_gemm.kernels.harness.scrub_secrets", lambda: None)
     monkeypatch.setattr(dispatch, "traced", lambda kernel, options, facts: contextlib.nullcontext())
     with pytest.raises(GemmCheckFailure) as failed:

@@ -10,7 +10,6 @@ from ..model.contract import GemmKernel
 from . import registry
 import gc
 from ..kernels.device import require_device
-from ..kernels.launch import RETURNED
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from .launch_trace import reject_vendor_kernels, traced
@@ -27,13 +26,13 @@ def run_check(kernel: GemmKernel, check: str, shape: list[int] | tuple[int, ...]
         raise ValueError(f"check {check!r} runs without a GPU, in its own conformance test")
 
     h = harness_for(kernel, require_device())
-    RETURNED.clear()
+    h.loaded.returned = None
     try:
         with traced(kernel, options, facts):  # every GPU kernel launched during the check (launch_trace.py)
             spec.runner()(h, tuple(shape), params, facts.update, options)
     except GemmCheckFailure as exc:
-        if RETURNED and exc.category in (cat.UNWRITTEN_OUTPUT, cat.WRONG_VALUES):
-            exc.details.append(f"the launcher returned {RETURNED[0]}: only C is read, so write the result into c "
+        if h.loaded.returned and exc.category in (cat.UNWRITTEN_OUTPUT, cat.WRONG_VALUES):
+            exc.details.append(f"the launcher returned {h.loaded.returned}: only C is read, so write the result into c "
                                "(e.g. cupy.matmul(a, b, out=c), or c[...] = result)")
         raise
     finally:

@@ -21,22 +21,15 @@ from .device import GemmDevice
 _STREAMS: dict[int, Any] = {}
 
 
-#: What a Python launcher's calls returned, when not None: returning the product instead of writing
-#: it into c is a common first slip, and C then reads as never written (checks/dispatch.py says so).
-RETURNED: list[str] = []
-
-
-def note_returned(value: Any) -> None:
-    """Remember what a launcher call returned (nothing for None)."""
-    if value is None:
-        return
+def describe_returned(value: Any) -> str:
+    """What a launcher call returned, in a few words ("a cupy.ndarray of shape (4, 5)")."""
     try:
         shape = getattr(value, "shape", None)
         what = f"a {type(value).__module__.split('.')[0]}.{type(value).__name__}" \
             + (f" of shape {tuple(shape)}" if shape is not None else "")
     except Exception:  # noqa: BLE001 - whatever it returned, the check's own verdict stands
         what = "a value"
-    RETURNED[:] = [what[:160]]
+    return what[:160]
 
 
 def _launcher_stream() -> Any:
@@ -67,6 +60,11 @@ class KernelAttributes:
 
 class LoadedKernel:
     """A kernel ready to launch: ``loaded(a, b, c, m, n, k, alpha=1.0, beta=0.0)``."""
+
+    #: What a Python launcher's last call returned that was not None, described (None until one
+    #: does; checks/dispatch.py resets it per check): returning the product instead of writing it
+    #: into c is a common first slip, and C then reads as never written.
+    returned: str | None = None
 
     def __init__(self, kernel: GemmKernel, device: GemmDevice):
         self.kernel = kernel
@@ -115,10 +113,9 @@ class LoadedKernel:
             # A non-default current stream, as a caller's would be; blocking, so the legacy
             # default stream the timing runs on still waits for it.
             with _launcher_stream():
-                if kernel.takes_alpha_beta:
-                    note_returned(kernel.fn(a, b, c, alpha, beta))
-                else:
-                    note_returned(kernel.fn(a, b, c))
+                value = kernel.fn(a, b, c, alpha, beta) if kernel.takes_alpha_beta else kernel.fn(a, b, c)
+            if value is not None:
+                self.returned = describe_returned(value)
             return
         values = {"A": a, "B": b, "C": c, "M": np.int32(m), "N": np.int32(n), "K": np.int32(k),
                   "alpha": np.float32(alpha), "beta": np.float32(beta)}
