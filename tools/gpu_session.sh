@@ -20,7 +20,7 @@
 #   bash tools/gpu_session.sh verdicts  # one root cause per kernel (tests/test_verdicts_gpu.py)  ~4 min
 #   bash tools/gpu_session.sh hang      # a hanging student graded with default options (goal: < 60 s)
 #   bash tools/gpu_session.sh scale     # 64 kernels in one -n 4 session, speed checks, no GPU lock  ~3 min
-#   bash tools/gpu_session.sh class     # issue 26's targets: a generated class of CLASS_SIZE (100) students with the
+#   bash tools/gpu_session.sh class     # issue 47's targets (<= 120 s): a generated class of CLASS_SIZE (100) students with the
 #                                       # gradebook's default --jobs (CLASS_JOBS sets one), CLASS_SOLO (3) graded again
 #                                       # alone, CLASS_AGAIN (25, every wrong one first) graded a second time; one
 #                                       # MET/MISSED line per target; at most CLASS_LIMIT (570) s, about 8 min: a call
@@ -29,7 +29,7 @@
 #                                       # again on the local pool, and compares (issue 47), with the Dask wheels
 #                                       # carried in .whl/ when the machine has no Dask (docs/distributed.md)
 #   bash tools/gpu_session.sh course    # the course example (examples/course, 5 students) with the gradebook's
-#                                       # defaults, as its README gives it: target <= 90 s  ~1.5 min
+#                                       # defaults, as its README gives it: target <= 60 s  ~1.5 min
 #   bash tools/gpu_session.sh cutlass   # CUTLASS's own mma.sync GEMMs (bench/cutlass_sm80, built beforehand and
 #                                       # carried) and the rung mma-fp16 through the suite, then Nsight Compute
 #                                       # on CUTLASS_PROFILE (the rung, CUTLASS's 256x128x64_s3)  ~3 min
@@ -232,7 +232,7 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       tail -25 "$out/scale.txt"
       ;;
     class)
-      # issue 26: a generated class (CLASS_SIZE students, default 100) graded with the course's own
+      # issue 47 (issue 26 before it): a generated class (CLASS_SIZE students, default 100) graded with the course's own
       # configuration (the full suite) and the gradebook's defaults (CLASS_JOBS sets --jobs), then
       # CLASS_SOLO (3) of them one at a time and CLASS_AGAIN (25) a second time
       n="${CLASS_SIZE:-100}"; jobs=(); [ -n "${CLASS_JOBS:-}" ] && jobs=(--jobs "$CLASS_JOBS")
@@ -261,7 +261,7 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
         "$out/class.txt" | tail -45
       ;;
     course)
-      # the course example exactly as its README gives it, with the gradebook's defaults: <= 90 s
+      # the course example exactly as its README gives it, with the gradebook's defaults: <= 60 s (issue 47)
       walled 'course example' 300 python3 tools/course_benchmark.py --out /tmp/gemm-course > "$out/course.txt" 2>&1
       cp /tmp/gemm-course/g.json "$out/course.json" 2>/dev/null
       grep -E "^\[|^  " "$out/course.txt" | tail -14
