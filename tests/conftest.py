@@ -6,6 +6,9 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -50,6 +53,16 @@ def suite_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     runs = SuiteRuns(request.config.stash.get(RUNS, {}), tmp_path_factory.mktemp("suite-runs"))
     yield runs
     runs.stop()
+
+
+@pytest.fixture
+def open_folder() -> Iterator[Path]:
+    """A folder the sandbox's own user may read, as a submission's is (in the temporary directory:
+    a root grader's confined child runs as a user of its own, and pytest's tmp_path is closed to it)."""
+    made = Path(tempfile.mkdtemp(prefix="gemm-test-submission-"))
+    os.chmod(made, 0o755)
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

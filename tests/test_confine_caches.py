@@ -29,12 +29,9 @@ def run_folder(monkeypatch):
 
 
 @pytest.fixture
-def folder():
+def folder(open_folder):
     """A submission's folder the sandbox's user may read."""
-    made = Path(tempfile.mkdtemp(prefix="gemm-test-submission-"))
-    os.chmod(made, 0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
+    return open_folder
 
 
 def test_a_kernels_caches_are_its_own_and_the_same_for_each_of_its_processes(run_folder):

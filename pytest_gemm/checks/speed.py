@@ -32,7 +32,7 @@ from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
 from .launch_trace import kernel_time, reject_traced_escape
 from ..measure.quiet import busy_marked
-from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP
+from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP, speed_settings
 from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
                              roof_facts, time_cublas, timed_run, warm_outside_lock)
 from ..model.categories import TIMING_ESCAPE, GemmCheckFailure
@@ -92,9 +92,8 @@ def cublas_gate(name: str, precision: str, shape: Shape, fraction: float, tflops
 
 
 def run(h: Harness, shape: Shape, params: dict, record: Callable[[dict[str, Any]], None], options: dict) -> None:
-    check_speed(h, shape, record, options.get("min_cublas_fraction"),
-                budget_s=float(options.get("speed_budget_s") or DEFAULT_BUDGET_S),
-                stop_within=options.get("speed_stop", DEFAULT_STOP))
+    budget_s, stop_within = speed_settings(options)
+    check_speed(h, shape, record, options.get("min_cublas_fraction"), budget_s=budget_s, stop_within=stop_within)
 
 
 def reject_tampering(name: str) -> None:

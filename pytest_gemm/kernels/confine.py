@@ -241,7 +241,7 @@ def _cuda_paths() -> list[str]:
     return sorted(set(glob.glob("/usr/local/cuda*")) | {p for p in ("/usr/local/nvidia",) if os.path.isdir(p)})
 
 
-def _open_to_sandbox(files: Sequence[str], folders: Sequence[str]) -> None:
+def _open_to_sandbox(files: Sequence[str]) -> None:
     """The run's shared files (``measure/shared_files.py``) exist, and the sandbox's own user may write them."""
     for f in files:
         Path(f).parent.mkdir(parents=True, exist_ok=True)
@@ -250,30 +250,25 @@ def _open_to_sandbox(files: Sequence[str], folders: Sequence[str]) -> None:
             os.chmod(f, 0o666)
         except OSError:
             pass
-    for d in folders:
-        try:
-            os.chmod(d, 0o1777)
-        except OSError:
-            pass
 
 
-def command(cmd: Sequence[str], *, readable: Sequence[Path], chdir: Path, files: Sequence[str] = (),
-            folders: Sequence[str] = (), level: str | None = None, caches: str | None = None) -> list[str]:
+def command(cmd: Sequence[str], *, readable: Sequence[Path | str], chdir: Path, files: Sequence[str] = (),
+            level: str | None = None, caches: str | None = None) -> list[str]:
     """``cmd`` wrapped in the active confinement (unchanged with ``none``): it may read
     ``readable`` and the Python environment, write its scratch only, the run's shared ``files``
-    and ``folders`` (the GPU lock's), and its kernel's own ``caches`` (``compile_caches``)."""
+    (the GPU lock's), and its kernel's own ``caches`` (``compile_caches``)."""
     level = level or _active
     if level == "none":
         return list(cmd)
-    files, folders = list(files), [d for d in folders if os.path.isdir(d)]
-    _open_to_sandbox(files, folders)
+    files = list(files)
+    _open_to_sandbox(files)
     ro = _outermost(_python_paths() + _cuda_paths() + [str(Path(p).resolve()) for p in readable])
     own = [caches] if caches and os.path.isdir(caches) else []
     if level == "bubblewrap":
-        return _bubblewrap(cmd, ro, files + folders + own, chdir, cache_env(caches if own else None))
+        return _bubblewrap(cmd, ro, files + own, chdir, cache_env(caches if own else None))
     scratch = tempfile.mkdtemp(prefix="pytest-gemm-scratch-")
     os.chmod(scratch, 0o777)
-    plan = {"read": sorted(set(ro + [p for p in SYSTEM_RO if os.path.exists(p)])), "write": [scratch, *folders, *own],
+    plan = {"read": sorted(set(ro + [p for p in SYSTEM_RO if os.path.exists(p)])), "write": [scratch, *own],
             "files": files, "devices": sorted(glob.glob("/dev/nvidia*")) + list(DEVICES),
             "scratch": scratch, "scratch_bytes": scratch_bytes(), "chdir": str(chdir),
             "env": cache_env(caches if own else None)}

@@ -9,7 +9,9 @@ wall time). A run's cache lives as long as the run; nothing is shared between ru
 
 Entries are JSON files keyed by the GPU (the lock's key, the device's index and name) and
 what was measured; they are read and written inside the exclusive GPU lock, so one process
-measures and the others read. A file that cannot be read is measured again.
+measures and the others read. A file that cannot be read is measured again. A process that may
+not write the folder (a confined kernel's: it is bound read-only, ``measure/trusted_measures.py``
+says why) keeps what it measured to itself.
 """
 from __future__ import annotations
 
@@ -50,8 +52,17 @@ def shared(device: Any, what: str, measure: Callable[[], dict[str, Any]],
     except (OSError, ValueError):
         pass
     value = measure()
-    folder.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(value))
-    os.replace(tmp, path)  # readers see the whole file or none
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(value))
+        os.replace(tmp, path)  # readers see the whole file or none
+    except OSError:  # read-only to this process (a confined kernel's): measured for itself alone
+        pass
     return value
+
+
+def stored(device: Any, what: str, directory: Path | None = None, gpu: str | None = None) -> bool:
+    """Whether the run's cache holds ``what`` for ``device`` (False without a cache folder)."""
+    folder = directory if directory is not None else cache_dir()
+    return folder is not None and (folder / entry_name(device, what, gpu if gpu is not None else gpu_key())).is_file()

@@ -35,6 +35,7 @@ DATA_SETS = ROTATE + 1   # input sets cycled through them: an address never sees
 
 
 _CUBLAS_TIMES: dict[tuple[str, Shape, int], TimingResult] = {}
+ROOFS_ENTRY = "roofs"  # the run cache's name for a GPU's measured roofs
 
 
 _PROBLEMS: dict[tuple[str, Shape], list[Any]] = {}
@@ -149,9 +150,14 @@ def time_cublas(precision: str, shape: Shape, device: Any, budget_s: float,
             verify()
             return timing.as_dict()
 
-        what = f"cublas-{precision}-{shape_str(shape)}-{budget_s:g}s" + (f"-stop{stop_within:g}" if stop_within else "")
+        what = cublas_entry(precision, shape, budget_s, stop_within)
         _CUBLAS_TIMES[key] = TimingResult.from_dict(shared(device, what, measure))
     return _CUBLAS_TIMES[key]
+
+
+def cublas_entry(precision: str, shape: Shape, budget_s: float, stop_within: float | None) -> str:
+    """The run cache's name for cuBLAS timed at ``precision`` and ``shape`` with these options."""
+    return f"cublas-{precision}-{shape_str(shape)}-{budget_s:g}s" + (f"-stop{stop_within:g}" if stop_within else "")
 
 
 def process_roofs(device: Any, measure: bool = True) -> dict[str, Any]:
@@ -162,7 +168,7 @@ def process_roofs(device: Any, measure: bool = True) -> dict[str, Any]:
     from .roof_bench import measured_roofs  # lazy: a test replaces measured_roofs on its module
 
     try:
-        return shared(device, "roofs", lambda: measured_roofs(device))
+        return shared(device, ROOFS_ENTRY, lambda: measured_roofs(device))
     except Exception as exc:  # noqa: BLE001 - the theoretical peaks still judge; report why
         return {"errors": {"all": f"{type(exc).__name__}: {exc}"[:300]}}
 

@@ -144,8 +144,13 @@ def run_in_sandbox(config: pytest.Config, kernel: GemmKernel, check: str, shape:
         return _run_here(kernel, check, shape, params, options, timed)
     # lazy: keeps checks.hang_presumption, checks.sandbox, checks.sandbox_child, checks.sandbox_confine, checks.warmup, kernels.autotune, kernels.confine, kernels.declared, measure.run_cache, measure.shared_files out of the plugin's load
     from ..checks.sandbox import SandboxClient
+    from ..checks.sandbox_confine import confines  # lazy: as above (it imports kernels.confine)
 
     spec, index = kernel.origin_spec  # type: ignore[union-attr]
+    if check == "speed" and confines(spec):  # what it reads, measured here: it may not write it
+        from ..measure.trusted_measures import measure_for_confined  # lazy: CuPy, when a speed check runs
+
+        measure_for_confined(kernel.precision, shape, options)
     ledger: HangLedger = st.hangs.setdefault((spec, index), HangLedger())
     label = f"{check} at {'x'.join(map(str, shape))}"
     _quick_after_tuning(st, (spec, index), check, shape)

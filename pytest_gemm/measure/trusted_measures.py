@@ -1,0 +1,80 @@
+"""The roofs and cuBLAS times that confined kernels read, measured by a process that never ran
+submitted code.
+
+A gradebook shares these measurements between its students (``run_cache.py``): measured once
+per GPU instead of once per student. If the students' own processes wrote them, a submission
+graded first could store any cuBLAS time there, and every other student's
+``fraction_of_cublas`` (their speed points) would follow it. So under confinement the folder is
+bound read-only into the kernels' processes (``checks/sandbox_confine.py``), and before a speed
+check the pytest process that judges the kernel (which never imports a submission,
+docs/security.md) measures what that check will read: the first student's process that needs an
+entry measures it, holding the GPU alone; the others find it stored and take no lock.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Any, Iterator
+
+from .cublas import CUBLAS
+from .gpu_lock import gpu_lock
+from .run_cache import cache_dir, stored
+from .timed import ROOFS_ENTRY, cublas_entry, gpu_quiet, problems_for, process_roofs, time_cublas
+from .timing import speed_settings
+from ..model.shapes import Shape
+
+
+def wanted(precision: str, shape: Shape, options: dict[str, Any]) -> list[str]:
+    """The run cache's entries a speed check at ``precision`` and ``shape`` reads (``options``:
+    the check's, as the runner sends them)."""
+    return [ROOFS_ENTRY, cublas_entry(precision, shape, *speed_settings(options))]
+
+
+def measure_for_confined(precision: str, shape: Shape, options: dict[str, Any]) -> bool:
+    """Store the roofs and cuBLAS at ``precision`` and ``shape`` in the run's cache unless they
+    are there already. Returns whether this process measured. A failure is a warning, not the
+    kernel's: its own process then measures for itself (it cannot store what it measured)."""
+    if cache_dir() is None or precision not in CUBLAS:
+        return False
+    try:
+        return _measure(precision, tuple(shape), options)  # type: ignore[arg-type]
+    except Exception as exc:  # noqa: BLE001 - the kernel's own check still measures, unshared
+        warnings.warn(f"pytest-gemm: the run's own measurement of the roofs and cuBLAS failed "
+                      f"({type(exc).__name__}: {exc}); each confined kernel measures them itself", stacklevel=2)
+        return False
+
+
+def _measure(precision: str, shape: Shape, options: dict[str, Any]) -> bool:
+    from ..kernels.device import probe  # lazy: a test replaces probe on its module
+
+    device = probe()
+    if isinstance(device, str):  # no GPU here: the speed check skips, saying why, in the kernel's process
+        return False
+    roofs, cublas = wanted(precision, shape, options)
+    if stored(device, roofs) and stored(device, cublas):
+        return False  # the usual case: an earlier student's process measured them
+    budget_s, stop_within = speed_settings(options)
+    problems = problems_for(precision, shape)  # host work: drawn before the GPU is taken
+    with _alone() as hold:
+        measured = process_roofs(device)  # stored, or measured and stored (it also settles the clocks)
+        if not stored(device, cublas):
+            gpu_quiet(device, measured, hold.step_aside)
+            time_cublas(precision, shape, device, budget_s, problems, stop_within)
+    _release()
+    return True
+
+
+@contextlib.contextmanager
+def _alone() -> Iterator[Any]:
+    """The GPU held alone, on the null stream the timings use (as checks/speed.py holds it)."""
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
+
+    with gpu_lock(True, what="measures for confined kernels") as hold, cupy.cuda.Stream.null:
+        yield hold
+
+
+def _release() -> None:
+    """This process judges: it keeps its CUDA context, not the buffers it measured with."""
+    import cupy  # lazy: CuPy (the plugin loads with no GPU)
+
+    cupy.get_default_memory_pool().free_all_blocks()
