@@ -89,3 +89,31 @@ def test_an_attribute_set_on_the_kernel_call_wrapper_is_set_on_the_kernel():
     call = KernelCall(inner)
     call.returned = None
     assert inner.returned is None and call.returned is None
+
+
+@kernel
+def returns_c(a, b, c):
+    c[...] = a @ b
+    return c  # as cupy.matmul(a, b, out=c) does
+
+
+@kernel
+def returns_a_view_of_c(a, b, c):
+    c[...] = a @ b
+    return c[:]  # torch.matmul(..., out=tc) returns a tensor on c's memory
+
+
+class CompiledKernel:
+    """What Triton's ``kernel[grid](...)`` returns after launching: no array."""
+
+
+@kernel
+def returns_triton_handle(a, b, c):
+    c[...] = a @ b
+    return CompiledKernel()
+
+
+@pytest.mark.parametrize("k", [returns_c, returns_a_view_of_c, returns_triton_handle], ids=lambda k: k.name)
+def test_a_launcher_that_wrote_into_c_and_returned_c_or_a_launch_handle_gets_no_such_line(k, monkeypatch):
+    failure = _check_failing_as(cat.WRONG_VALUES, k, monkeypatch, wrapped=True)
+    assert not any("returned" in d for d in failure.details), failure.details
