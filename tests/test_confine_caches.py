@@ -95,3 +95,36 @@ def test_under_bubblewrap_a_kernels_next_process_finds_what_its_first_cached_and
     again, bob = confined("alice.py", probe), confined("bob.py", probe)
     assert again.stdout.split() == ["True", "True"], again.stderr
     assert bob.stdout.split() == ["False", "False"], bob.stderr  # neither in its own cache nor through alice's path
+
+
+# CuPy's kernel cache (cupy/cuda/_compiler_cache.py, DiskKernelCacheBackend): save writes a
+# NamedTemporaryFile (mode 0600) and renames it; load opens the file if it exists. Triton's
+# (triton/runtime/cache.py, FileCacheManager): a folder per kernel (os.makedirs, 0755), and put
+# writes through a temporary folder made inside it.
+_CUPY_SAVE = ("import os, tempfile; d = os.environ['CUPY_CACHE_DIR']; "
+              "tf = tempfile.NamedTemporaryFile(dir=d, delete=False); tf.write(b'cubin'); tf.close(); "
+              "os.replace(tf.name, os.path.join(d, 'kern.cubin')); "
+              "os.makedirs(os.path.join(os.environ['TRITON_CACHE_DIR'], 'KEY'), exist_ok=True)")
+_CUPY_LOAD = ("import os; d = os.environ['CUPY_CACHE_DIR']; p = os.path.join(d, 'kern.cubin'); "
+              "print(open(p, 'rb').read() if os.path.exists(p) else None); "
+              "t = os.path.join(os.environ['TRITON_CACHE_DIR'], 'KEY'); os.makedirs(t, exist_ok=True); "
+              "os.makedirs(os.path.join(t, 'tmp.pid_1'), exist_ok=True)")
+
+
+@pytest.mark.skipif(confine.why_not("bubblewrap") is not None, reason=f"bubblewrap: {confine.why_not('bubblewrap')}")
+def test_under_bubblewrap_two_workers_users_of_one_kernel_each_use_its_caches(run_folder, folder, monkeypatch):
+    """Run by root, bubblewrap runs each xdist worker's kernel process as a user of its own
+    (``sandbox_uid``, from the worker's pid): what one worker's process cached (CuPy: readable by
+    its owner only) must not make the other's fail with PermissionError."""
+    def confined(uid: int, code: str) -> subprocess.CompletedProcess:
+        monkeypatch.setattr(confine, "sandbox_uid", lambda: uid if os.geteuid() == 0 else None)
+        cmd = confine.command([sys.executable, "-c", code], readable=[folder], chdir=folder, level="bubblewrap",
+                              caches=confine.compile_caches("alice.py", level="bubblewrap"))
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, **confine.popen_kwargs("bubblewrap"))
+
+    first = confined(confine.SANDBOX_UID_BASE + 11, _CUPY_SAVE)
+    assert first.returncode == 0, first.stderr
+    again = confined(confine.SANDBOX_UID_BASE + 11, _CUPY_LOAD)  # the same worker's next process
+    assert again.returncode == 0 and again.stdout.split() == ["b'cubin'"], again.stderr
+    other = confined(confine.SANDBOX_UID_BASE + 12, _CUPY_LOAD)  # another worker's
+    assert other.returncode == 0, other.stderr

@@ -113,6 +113,14 @@ class KernelCall:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set on the wrapped kernel: an attribute set here (``LoadedKernel.returned``, which
+        checks/dispatch.py resets per check) must be the one the kernel's call writes."""
+        if name == "_inner":
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._inner, name, value)
+
 
 def mark_kernel_calls(h: Any) -> Any:
     if not isinstance(h.loaded, KernelCall):

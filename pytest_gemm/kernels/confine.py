@@ -110,14 +110,20 @@ def scratch_env(scratch: str) -> dict[str, str]:
             "CUPY_CACHE_DIR": f"{scratch}/.cupy", "TRITON_CACHE_DIR": f"{scratch}/.triton"}
 
 
-def compile_caches(key: str) -> str:
+def compile_caches(key: str, level: str | None = None) -> str:
     """The kernel ``key``'s own compile caches for this run (CuPy's and Triton's): shared by its
     processes (xdist workers, restarts after a fault), by no other kernel. A confined process's
     scratch starts empty, so without them each of its processes compiled the harness's CuPy
     kernels and every Triton config again. The run's folder is ``PYTEST_GEMM_COMPILE_CACHES``:
     made by the first process that needs one (``run_compile_caches``), inherited by the
-    processes it starts; only the key's own folder is bound into a sandbox."""
-    folder = Path(run_compile_caches()) / hashlib.sha256(key.encode()).hexdigest()[:20]
+    processes it starts; only the key's own folder is bound into a sandbox. Where bubblewrap runs
+    the kernel as a user of each worker's own (``sandbox_uid``, root's graders) the folder is that
+    user's too: CuPy writes its cache files readable by their owner only (a ``NamedTemporaryFile``,
+    mode 0600) and Triton a folder per kernel writable by its owner only, so another worker's user
+    could neither read the one nor finish the other (PermissionError)."""
+    uid = sandbox_uid() if (level or _active) == "bubblewrap" else None
+    name = key if uid is None else f"{key}\0uid {uid}"
+    folder = Path(run_compile_caches()) / hashlib.sha256(name.encode()).hexdigest()[:20]
     for sub in (folder, folder / "cupy", folder / "triton"):
         sub.mkdir(exist_ok=True)
         os.chmod(sub, 0o1777)  # root's graders run the sandbox as a user of its own

@@ -32,6 +32,26 @@ def describe_returned(value: Any) -> str:
     return what[:160]
 
 
+def _address(x: Any) -> int | None:
+    """Where an array's data starts (CuPy, torch, Numba and numpy arrays say so), or None."""
+    for name in ("__cuda_array_interface__", "__array_interface__"):
+        try:
+            return int(getattr(x, name)["data"][0])
+        except Exception:  # noqa: BLE001 - not an array of that kind (a CPU tensor raises here)
+            continue
+    return None
+
+
+def may_be_product(value: Any, c: Any) -> bool:
+    """Whether a launcher's return ``value`` may be the product it should have written into ``c``:
+    an array that is not ``c`` itself. ``cupy.matmul(a, b, out=c)`` returns ``c`` (torch's ``out=`` returns
+    a tensor on c's memory), and Triton's ``kernel[grid](...)`` its compiled kernel, no array."""
+    if value is None or value is c or getattr(value, "shape", None) is None:
+        return False
+    where = _address(value)
+    return where is None or where != _address(c)
+
+
 def _launcher_stream() -> Any:
     """The stream current while a Python launcher runs (one per device, kept for the process);
     the stream probe (stream_probe.py) swaps in a held one of its own."""
@@ -61,7 +81,7 @@ class KernelAttributes:
 class LoadedKernel:
     """A kernel ready to launch: ``loaded(a, b, c, m, n, k, alpha=1.0, beta=0.0)``."""
 
-    #: What a Python launcher's last call returned that was not None, described (None until one
+    #: What a Python launcher's last call returned that may be its product, described (None until one
     #: does; checks/dispatch.py resets it per check): returning the product instead of writing it
     #: into c is a common first slip, and C then reads as never written.
     returned: str | None = None
@@ -114,7 +134,7 @@ class LoadedKernel:
             # default stream the timing runs on still waits for it.
             with _launcher_stream():
                 value = kernel.fn(a, b, c, alpha, beta) if kernel.takes_alpha_beta else kernel.fn(a, b, c)
-            if value is not None:
+            if may_be_product(value, c):
                 self.returned = describe_returned(value)
             return
         values = {"A": a, "B": b, "C": c, "M": np.int32(m), "N": np.int32(n), "K": np.int32(k),
