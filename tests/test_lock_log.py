@@ -22,13 +22,15 @@ LOG = [
     _hold("s", "start-up", 1.5, 3.0, 3.5, pid=3),      # queued behind the timed check
     _hold("s", "exact at 1x1x1", 4.0, 4.0, 5.0),       # nothing held from 3.5 to 4
     _hold("r", "launch at 64x64x64", 4.2, 4.2, 4.8),   # presumed hung from 4.2 to 4.8
+    _hold("w", "exact at 8x8x8", 4.5, 4.5, 4.9),       # warming up from 4.5 to 4.9
 ]
 
 
 def test_the_summary_splits_the_span_into_alone_draining_and_unheld():
     s = lock_log.summarize(LOG)
-    assert s["span_s"] == 5.0 and s["holds"] == 5
+    assert s["span_s"] == 5.0 and s["holds"] == 6
     assert s["presumed_hung"] == {"holds": 1, "marked_s": pytest.approx(0.6), "longest": pytest.approx(0.6)}
+    assert s["warming"] == {"holds": 1, "marked_s": pytest.approx(0.4), "longest": pytest.approx(0.4)}
     assert s["alone"] == {"holds": 1, "held_s": 1.0, "wait_s": 1.0, "max_s": 1.0}
     assert s["draining_s"] == pytest.approx(1.0)
     assert s["unheld_s"] == pytest.approx(0.5)
@@ -49,7 +51,8 @@ def test_the_command_reads_a_log_file(tmp_path, capsys):
     assert lock_log.main([str(path)]) == 0
     out = capsys.readouterr().out
     assert "presumed hung (no timing while they ran, the other checks went on): 1 checks, 0.6 s" in out
-    assert "GPU LOCK: 5 holds over 5.0 s" in out and "alone (timed checks): 1 holds, 1.0 s held (20 % of the span)" in out
+    assert "warming up (timed checks wait for them a while only): 1 checks, 0.4 s" in out
+    assert "GPU LOCK: 6 holds over 5.0 s" in out and "alone (timed checks): 1 holds, 1.0 s held (20 % of the span)" in out
     assert "draining" in out and "held by no one: 0.5 s (10 %)" in out
     with pytest.raises(SystemExit) as no_log:
         lock_log.main([])

@@ -321,7 +321,9 @@ def test_the_lock_is_keyed_by_the_gpu_this_process_uses(tmp_path):
 
 STEPPER = textwrap.dedent("""
     import json, os, sys, time
+    import pytest_gemm.measure.gpu_lock as lock_module
     from pytest_gemm.measure.gpu_lock import gpu_lock
+    lock_module.MARK_PATIENCE_S = float(os.environ.get("STEPPER_PATIENCE", getattr(lock_module, "MARK_PATIENCE_S", 10)))
     exclusive, act, at, then, directory, log = sys.argv[1] == "x", sys.argv[2], float(sys.argv[3]), \\
         float(sys.argv[4]), sys.argv[5], sys.argv[6]
     after, delay, asking = sys.argv[7], float(sys.argv[8]), sys.argv[9]
@@ -333,13 +335,13 @@ STEPPER = textwrap.dedent("""
     with gpu_lock(exclusive, key="7", directory=directory, what=act) as hold:
         events.append(("held", time.time()))
         time.sleep(at)
-        if act == "presume":
-            hold.presume_hung()
+        if act.startswith(("presume", "warm")):
+            hold.presume_hung(warming=act.startswith("warm"))
             events.append(("presumed", time.time()))
         elif act == "aside":
             assert hold.step_aside(then)
             events.append(("back", time.time()))
-        time.sleep(then if act == "presume" else 0.2)
+        time.sleep(then if act.startswith(("presume", "warm")) else 0.2)
         events.append(("end", time.time()))
     with open(log, "a") as fh:
         fh.write(json.dumps({"kind": sys.argv[1], "act": act, "events": dict(events)}) + "\\n")
@@ -350,7 +352,7 @@ def _steppers(tmp_path: Path, plan: list[tuple[str, str, float, float, float]], 
     """One process per (kind, act, at, then, delay): each asks for the lock ``delay`` s after the
     one before it asked (counted from that moment, not from the processes' start, which a loaded
     machine can slow by more than the delays); act "presume" is presumed hung after ``at`` s and
-    runs on ``then`` s; "aside" steps aside after ``at`` s for ``then`` s; "hold" (and any other
+    runs on ``then`` s (act "warm...": marked as warming up instead); "aside" steps aside after ``at`` s for ``then`` s; "hold" (and any other
     name) holds ``at`` s. Their events by act."""
     (tmp_path / "stepper.py").write_text(STEPPER)
     log = tmp_path / "events.log"
@@ -376,6 +378,27 @@ def test_a_check_presumed_hung_no_longer_queues_the_others_behind_a_waiting_time
     hung, writer, later = ev["presume"], ev["hold"], ev["later"]
     assert later["held"] < hung["end"] - 0.5 and later["held"] < writer["held"]
     assert writer["held"] >= hung["end"] - 0.01
+
+
+def test_marks_that_keep_coming_do_not_starve_a_timed_check(tmp_path):
+    # The H200's GPU suite at 1cab236: presumed-hung checks overlapped so that one was always
+    # running, and the timed checks, stepping out while one was, held the GPU once in 505 s. Here
+    # a second check arrives (1.5 s) while the first one's mark still runs (0.1 to 2.1 s) and
+    # would be presumed hung in turn (to 4.6 s): past its patience (0.5 s) the timed check keeps
+    # the lock, so the second one waits for it, and it times once the first mark has ended
+    ev = _steppers(tmp_path, [("s", "presume", 0.1, 2.0, 0), ("x", "hold", 0.3, 0, 0.2),
+                              ("s", "presume2", 0.1, 3.0, 1.3)], STEPPER_PATIENCE="0.5")
+    first, writer, second = ev["presume"], ev["hold"], ev["presume2"]
+    assert writer["held"] >= first["end"] - 0.01
+    assert writer["held"] < second["held"]
+
+
+def test_a_timed_check_waits_for_a_warm_up_only_as_long_as_its_patience(tmp_path):
+    # a check warming up (an autotuner's search: minutes, mostly on the CPU) from 0.2 s to 4.2 s;
+    # a timed check asks at 0.4 s: it holds the GPU about its patience (1 s) later, not at 4.2 s
+    ev = _steppers(tmp_path, [("s", "warm", 0.2, 4.0, 0), ("x", "hold", 0.3, 0, 0.2)], STEPPER_PATIENCE="1.0")
+    warm, writer = ev["warm"], ev["hold"]
+    assert warm["presumed"] < writer["held"] < warm["end"] - 1.0
 
 
 def test_a_timed_check_that_steps_aside_lets_the_shared_holders_run_and_comes_back(tmp_path):

@@ -22,7 +22,7 @@ from pytest_gemm.grading.processes import RunOutcome
 from pytest_gemm.grading.submissions import Submission
 from pytest_gemm.measure import gpu_lock as lock_module
 from pytest_gemm.measure import quiet, run_cache
-from pytest_gemm.measure.gpu_lock import gpu_lock, lock_paths, running_path
+from pytest_gemm.measure.gpu_lock import gpu_lock, lock_paths, running_path, warming_path
 from pytest_gemm.measure.timing import TimingResult, summarize
 from pytest_gemm.model.categories import TIMING_ESCAPE, GemmCheckFailure
 
@@ -175,7 +175,7 @@ def test_a_python_launcher_warms_up_at_the_timed_shape_before_the_gpu_is_taken_a
     assert order == ["warm", "roofs"] and seen["warm"] is None  # first, and with the GPU not held alone
 
 
-def test_the_warm_up_call_marks_the_gpu_running_and_holds_no_lock_the_others_wait_for(tmp_path, monkeypatch):
+def test_the_warm_up_call_marks_the_gpu_warming_and_holds_no_lock_the_others_wait_for(tmp_path, monkeypatch):
     from pytest_gemm.measure import timed
     from pytest_gemm.model.contract import PyKernel
 
@@ -186,14 +186,15 @@ def test_the_warm_up_call_marks_the_gpu_running_and_holds_no_lock_the_others_wai
     during: list[tuple] = []
 
     def loaded(a, b, c, m, n, k):
-        during.append((lock_module._HELD.get(lock_paths()[0]), lock_module._marked_running(running_path()), (m, n, k)))
+        during.append((lock_module._HELD.get(lock_paths()[0]), lock_module._marked_running(warming_path()), (m, n, k)))
 
     buffers = [types.SimpleNamespace(array=name) for name in "abc"]
     h = types.SimpleNamespace(kernel=PyKernel(lambda a, b, c: None, name="tuned"), upload=lambda p: buffers,
                               loaded=loaded)
     timed.warm_outside_lock(h, (64, 32, 16), ["problem"])
     assert during == [(None, True, (64, 32, 16))] and synced == [True]
-    assert not lock_module._marked_running(running_path())  # the mark ends with the call
+    assert not lock_module._marked_running(warming_path())  # the mark ends with the call
+    assert not lock_module._marked_running(running_path())  # a warming mark, never a hang mark
 
     during.clear()  # a CUDA C kernel was compiled and loaded when its process started: no call here
     timed.warm_outside_lock(types.SimpleNamespace(kernel=object(), loaded=loaded), (64, 32, 16), ["problem"])

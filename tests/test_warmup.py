@@ -156,10 +156,14 @@ def test_a_warm_up_ends_the_checks_shared_hold_at_once_so_no_check_queues_behind
     @contextlib.contextmanager
     def guard():
         started[0] = time.monotonic()
-        yield SimpleNamespace(presume_hung=lambda: presumed.append(time.monotonic() - started[0]))
+        yield SimpleNamespace(presume_hung=lambda warming=False: presumed.append(
+            (time.monotonic() - started[0], warming)))
 
     client.run("exact", [8, 8, 8], {"warm": 2.5}, {}, timeout=30.0, guard=guard, hold_s=60.0)
-    assert len(presumed) == 1 and presumed[0] < 1.5, presumed  # when the warm-up was seen, not after 60 s
+    assert presumed and presumed[0][0] < 1.5 and presumed[0][1], presumed  # when the warm-up was seen, not after 60 s
+    # marked as warming up (timed checks wait for that a while only), and as presumed hung again if
+    # the check goes on after its warm-up
+    assert [warming for _, warming in presumed] in ([True], [True, False]), presumed
     presumed.clear()
     client.run("exact", [8, 8, 8], {"warm": 2.5}, {}, timeout=30.0, guard=guard, hold_s=60.0)  # tuned: no warm-up
     assert presumed == []

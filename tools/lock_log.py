@@ -6,7 +6,7 @@
 Each line of the log is one hold (``measure/gpu_lock.py``): who (pid), ``kind`` (``x``: a timed
 check alone on the GPU; ``s``: a correctness check or a kernel process's start-up, beside other
 shared holders; ``r``: a check presumed hung, from then until it ended, while timed checks
-waited for it), ``what``, and when it was asked for, held and released. The summary says how
+waited for it; ``w``: a check warming up, which timed checks wait for a while only), ``what``, and when it was asked for, held and released. The summary says how
 much of the run's span the GPU was held alone (timings run one at a time: that part of a class
 does not shrink with more students at once), how long the timed checks waited and how much of
 that was spent draining shared holds while new ones queued behind them, how long nothing held
@@ -78,6 +78,7 @@ def summarize(holds: Sequence[dict[str, Any]], top: int = 5) -> dict[str, Any]:
     alone = [h for h in holds if h["kind"] == "x"]
     shared = [h for h in holds if h["kind"] == "s"]
     hung = [h for h in holds if h["kind"] == "r"]
+    warming = [h for h in holds if h["kind"] == "w"]
     held_alone = _union((h["held"], h["released"]) for h in alone)
     held_shared = _union((h["held"], h["released"]) for h in shared)
     held_any = _union([*held_alone, *held_shared])
@@ -102,6 +103,8 @@ def summarize(holds: Sequence[dict[str, Any]], top: int = 5) -> dict[str, Any]:
         "draining_s": _length(draining),
         "presumed_hung": {"holds": len(hung), "marked_s": _length(_union((h["held"], h["released"]) for h in hung)),
                           "longest": max((h["released"] - h["held"] for h in hung), default=0.0)},
+        "warming": {"holds": len(warming), "marked_s": _length(_union((h["held"], h["released"]) for h in warming)),
+                    "longest": max((h["released"] - h["held"] for h in warming), default=0.0)},
         "unheld_s": (end - start) - _length(held_any),
         "by_group": {k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in
                      sorted(by_group.items(), key=lambda kv: -kv[1]["held_s"])},
@@ -124,6 +127,8 @@ def render(summary: dict[str, Any]) -> str:
         f"  held by no one: {summary['unheld_s']:.1f} s ({100 * summary['unheld_s'] / span:.0f} %)",
         f"  presumed hung (no timing while they ran, the other checks went on): {summary['presumed_hung']['holds']} "
         f"checks, {summary['presumed_hung']['marked_s']:.1f} s, longest {summary['presumed_hung']['longest']:.1f} s",
+        f"  warming up (timed checks wait for them a while only): {summary['warming']['holds']} checks, "
+        f"{summary['warming']['marked_s']:.1f} s, longest {summary['warming']['longest']:.1f} s",
         f"  shared: {shared['holds']} holds, {shared['held_s']:.1f} s summed, their waits {shared['wait_s']:.1f} s summed",
     ]
     for group, g in summary["by_group"].items():

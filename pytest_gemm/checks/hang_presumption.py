@@ -10,8 +10,9 @@ class PresumeHung:
     """Presumes a check (or start-up) hung once the wait for it has lasted ``after_s`` seconds:
     ``presume()`` is the hold's ``GpuHold.presume_hung``."""
 
-    def __init__(self, after_s: float, presume: Callable[[], None]):
+    def __init__(self, after_s: float, presume: Callable[[bool], None]):
         self.after_s, self.presume, self.pending = after_s, presume, True
+        self.warming = False  # presumed because it warms up (its mark: gpu_lock's warming one)
 
     @classmethod
     def of(cls, hold: Any, after_s: float | None) -> "PresumeHung | None":
@@ -19,13 +20,14 @@ class PresumeHung:
             return None
         return cls(after_s, hold.presume_hung)
 
-    def now(self) -> None:
-        """Presume it at once (a warm-up began: it is long by nature, and while a shared hold lasts
-        a timed check waiting for it queues every other check behind itself: 79 % of the GPU
-        suite's 527 s on the H200 at b9cffe2)."""
-        if self.pending:
-            self.pending = False
-            self.presume()
+    def now(self, warming: bool = False) -> None:
+        """Presume it at once: a warm-up began (``warming``: it is long by nature, and while a
+        shared hold lasts a timed check waiting for it queues every other check behind itself:
+        79 % of the GPU suite's 527 s on the H200 at b9cffe2), or its time is up. A check marked
+        as warming up whose warm-up ended is marked as presumed hung again (``warming`` False)."""
+        if self.pending or (self.warming and not warming):
+            self.pending, self.warming = False, warming
+            self.presume(warming)
 
     def wait(self, used_s: float, wanted: float | None) -> float | None:
         """How long the next wait may last: ``wanted``, cut where the check is presumed hung;

@@ -157,8 +157,10 @@ class SandboxClient:
                 left -= time.monotonic() - started
             refund = warm.event(message)  # a warm-up's seconds before the child could say so: not the check's
             waiting = message["event"] == "lock_wait" if refund is None else waiting
-            if warm.warming and hung is not None:
-                hung.now()  # a warm-up lasts minutes: timed checks wait for it, the others must not queue behind them
+            if hung is not None and (warm.warming or hung.warming):
+                # a warm-up lasts minutes: the others must not queue behind the timed checks waiting for it
+                # (which wait for a warming mark a while only); once it ends, a hang mark again
+                hung.now(warming=warm.warming)
             left = min(timeout, left + (refund or 0.0))
 
     def output_tail(self, limit: int = OUTPUT_LIMIT, since: int = 0) -> str:

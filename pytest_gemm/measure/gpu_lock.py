@@ -28,10 +28,19 @@ mark and steps back out until it is gone, so no timing overlaps a kernel that ma
 while the other shared holders are no longer queued behind a timed check that waits for it
 (one hanging student held a whole class for its 20 s timeout). A timed check that finds the GPU
 busy with work outside the lock steps aside too (``GpuHold.step_aside``, ``measure/quiet.py``).
+A check that is warming up (a JIT compile, an autotuner's search: ``checks/warmup.py``) is
+marked on a file of its own (``warming``): it may last minutes, mostly on the CPU. A timed check
+waits for those marks ``MARK_PATIENCE_S`` at most, then times anyway behind the quiet probe
+(``measure/quiet.py``, which sees an autotuner's benchmark launches); a warm-up that ends while
+its check goes on turns back into a hang mark. Nor does a timed check wait for hang marks for
+ever: marks came and went so that one was always there (the H200's GPU suite at 1cab236: one
+timed hold in 505 s), so after ``MARK_PATIENCE_S`` it keeps the lock, which lets no new check
+start and so no new mark appear, and waits there for the marks there are (each ends at its
+check's timeout at the latest).
 ``PYTEST_GEMM_LOCK_LOG=PATH`` appends one JSON line per hold to PATH (pid, kind: ``x`` alone,
-``s`` shared, ``r`` a presumed-hung check's mark; what; and when it was asked for, held and
-released, in seconds since the epoch): ``tools/lock_log.py`` says from it where a class's GPU
-time went.
+``s`` shared, ``r`` a presumed-hung check's mark, ``w`` a warming-up check's; what; and when it
+was asked for, held and released, in seconds since the epoch): ``tools/lock_log.py`` says from
+it where a class's GPU time went.
 """
 from __future__ import annotations
 
@@ -70,7 +79,14 @@ def running_path(key: str | None = None, directory: str | None = None) -> Path:
     return lock.with_suffix(".running")
 
 
+def warming_path(key: str | None = None, directory: str | None = None) -> Path:
+    """The mark of the checks warming up on a GPU (see the module's docstring)."""
+    lock, _ = lock_paths(key, directory)
+    return lock.with_suffix(".warming")
+
+
 RUNNING_PAUSE_S = 1.0  # a timed check that finds a presumed-hung check still running steps out this long
+MARK_PATIENCE_S = 10.0  # ... for this long at most, then it keeps the lock (see the module's docstring)
 
 
 def _open(path: Path) -> int:
@@ -109,8 +125,10 @@ class GpuHold:
         self.exclusive, self.what, self.owner = exclusive, what, owner
         self.lock_path, self.turnstile_path = lock_paths(key, directory)
         self.running_path = running_path(key, directory)
+        self.warming_path = warming_path(key, directory)
         self._fds: tuple[int, int] | None = None
         self._running_fd: int | None = None
+        self._mark_kind = "r"  # of the mark held (r: presumed hung, w: warming up)
         self._asked = self._held = self._presumed = 0.0
 
     @property
@@ -119,12 +137,19 @@ class GpuHold:
 
     def acquire(self) -> None:
         self._asked = time.time()
+        patient_until = time.monotonic() + MARK_PATIENCE_S
         with _waiting():
             while True:
                 lock_fd, turnstile_fd = _open(self.lock_path), _open(self.turnstile_path)
                 try:
                     _lock(self.exclusive, lock_fd, turnstile_fd)
-                    if not self.exclusive or not _marked_running(self.running_path):
+                    if not self.exclusive:
+                        break
+                    patient = time.monotonic() < patient_until
+                    if not _marked_running(self.running_path) and not (patient and _marked_running(self.warming_path)):
+                        break
+                    if not patient:  # holding the lock, no check starts and no mark is added: wait for these
+                        _wait_unmarked(self.running_path)
                         break
                 except BaseException:
                     os.close(lock_fd)
@@ -153,18 +178,27 @@ class GpuHold:
         if self._running_fd is not None:
             os.close(self._running_fd)
             self._running_fd = None
-            _log_hold(self, "r", self._presumed, time.time())
+            _log_hold(self, self._mark_kind, self._presumed, time.time())
 
-    def presume_hung(self) -> None:
-        """A shared holder's check has run so long that it is presumed hung: end the hold, so that
-        the other shared holders are not queued behind the timed checks waiting for it, but mark
-        the GPU as running it until ``release`` (the ``with`` block's end): timed checks wait
-        for the mark, not the others."""
-        if self._fds is None or not self.owner or self.exclusive:
+    def presume_hung(self, warming: bool = False) -> None:
+        """A shared holder's check has run so long that it is presumed hung (or it began to warm
+        up, ``warming``): end the hold, so that the other shared holders are not queued behind
+        the timed checks waiting for it, but mark the GPU as running it until ``release`` (the
+        ``with`` block's end): timed checks wait for the mark, not the others (for a warming
+        mark, ``MARK_PATIENCE_S`` at most). Called again with the other kind, the mark changes
+        kind (a warm-up that ended, its check still running)."""
+        kind = "w" if warming else "r"
+        if not self.owner or self.exclusive or (self._fds is None and self._running_fd is None):
             return
-        fd = _open(self.running_path)
+        if self._running_fd is not None and kind == self._mark_kind:
+            return
+        fd = _open(self.warming_path if warming else self.running_path)
         fcntl.flock(fd, fcntl.LOCK_SH)  # a timed check only tests the mark, for an instant
-        self._running_fd, self._presumed = fd, time.time()
+        old, now = self._running_fd, time.time()
+        if old is not None:  # the new mark is taken before the old one goes: never a moment unmarked
+            os.close(old)
+            _log_hold(self, self._mark_kind, self._presumed, now)
+        self._running_fd, self._presumed, self._mark_kind = fd, now, kind
         self._let_go()
 
     def step_aside(self, pause_s: float) -> bool:
@@ -192,11 +226,20 @@ def _marked_running(path: Path) -> bool:
     return False
 
 
+def _wait_unmarked(path: Path) -> None:
+    """Block until no check holds the mark ``path`` (the caller holds the lock: none can take one)."""
+    fd = _open(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    finally:
+        os.close(fd)
+
+
 def _log_hold(hold: GpuHold, kind: str, held: float, released: float) -> None:
     path = os.environ.get(LOG_ENV)
     if not path:
         return
-    asked = hold._asked if kind != "r" else held
+    asked = hold._asked if kind not in ("r", "w") else held
     line = json.dumps({"pid": os.getpid(), "kind": kind, "what": hold.what, "asked": round(asked, 4),
                        "held": round(held, 4), "released": round(released, 4)}) + "\n"
     try:

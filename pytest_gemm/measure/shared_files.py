@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from .gpu_lock import LOCK_DIR_ENV, LOG_ENV, gpu_key, lock_paths, running_path
+from .gpu_lock import LOCK_DIR_ENV, LOG_ENV, gpu_key, lock_paths, running_path, warming_path
 from .run_cache import CACHE_ENV
 
 
@@ -15,7 +15,7 @@ def shared_files(env: dict[str, str] | None = None) -> list[str]:
     env = dict(os.environ if env is None else env)
     key, where = gpu_key(env), env.get(LOCK_DIR_ENV) or None
     lock, turnstile = lock_paths(key, where)
-    files = [str(lock), str(turnstile), str(running_path(key, where))]
+    files = [str(lock), str(turnstile), str(running_path(key, where)), str(warming_path(key, where))]
     if env.get(LOG_ENV):
         files.append(env[LOG_ENV])
     return files

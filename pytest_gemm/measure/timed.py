@@ -69,7 +69,7 @@ def warm_outside_lock(h: Harness, shape: Shape, problems: list[Any]) -> None:
         return
     m, n, k = shape
     with gpu_lock(False, what="speed warm-up") as hold:
-        hold.presume_hung()  # may take minutes: timed checks wait for its mark, the others do not
+        hold.presume_hung(warming=True)  # may take minutes: timed checks wait for its mark a while, the others not
         a, b, c = h.upload(problems[0])
         h.loaded(a.array, b.array, c.array, m, n, k)
         cupy.cuda.runtime.deviceSynchronize()  # none of its work runs on into a timing
