@@ -148,7 +148,7 @@ class GpuHold:
                     patient = time.monotonic() < patient_until
                     if not _marked_running(self.running_path) and not (patient and _marked_running(self.warming_path)):
                         break
-                    if not patient:  # holding the lock, no check starts and no mark is added: wait for these
+                    if not patient:  # holding the lock, no check starts: wait for the hang marks there are
                         _wait_unmarked(self.running_path)
                         break
                 except BaseException:
@@ -227,7 +227,9 @@ def _marked_running(path: Path) -> bool:
 
 
 def _wait_unmarked(path: Path) -> None:
-    """Block until no check holds the mark ``path`` (the caller holds the lock: none can take one)."""
+    """Block until no check holds the mark ``path``. The caller holds the lock, so no new check
+    starts; a check already warming up may still turn its mark into this one, and it too ends
+    at its check's timeout at the latest."""
     fd = _open(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
