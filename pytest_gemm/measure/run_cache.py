@@ -42,11 +42,10 @@ def shared(device: Any, what: str, measure: Callable[[], dict[str, Any]],
     """``measure()``'s result, from the run's cache when another process stored it (then it is
     also returned with ``"shared": True``), else measured here and stored. Without a cache
     folder, simply ``measure()``."""
-    folder = directory if directory is not None else cache_dir()
-    if folder is None:
+    path = _entry_path(device, what, directory, gpu)
+    if path is None:
         return measure()
-
-    path = folder / entry_name(device, what, gpu if gpu is not None else gpu_key())
+    folder = path.parent
     try:
         return dict(json.loads(path.read_text()), shared=True)
     except (OSError, ValueError):
@@ -64,5 +63,13 @@ def shared(device: Any, what: str, measure: Callable[[], dict[str, Any]],
 
 def stored(device: Any, what: str, directory: Path | None = None, gpu: str | None = None) -> bool:
     """Whether the run's cache holds ``what`` for ``device`` (False without a cache folder)."""
+    path = _entry_path(device, what, directory, gpu)
+    return path is not None and path.is_file()
+
+
+def _entry_path(device: Any, what: str, directory: Path | None, gpu: str | None) -> Path | None:
+    """Where the run's cache keeps ``what`` for ``device``; None without a cache folder."""
     folder = directory if directory is not None else cache_dir()
-    return folder is not None and (folder / entry_name(device, what, gpu if gpu is not None else gpu_key())).is_file()
+    if folder is None:
+        return None
+    return folder / entry_name(device, what, gpu if gpu is not None else gpu_key())

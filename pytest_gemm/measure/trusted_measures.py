@@ -27,7 +27,11 @@ from ..model.shapes import Shape
 def wanted(precision: str, shape: Shape, options: dict[str, Any]) -> list[str]:
     """The run cache's entries a speed check at ``precision`` and ``shape`` reads (``options``:
     the check's, as the runner sends them)."""
-    return [ROOFS_ENTRY, cublas_entry(precision, shape, *speed_settings(options))]
+    return _wanted(precision, shape, speed_settings(options))
+
+
+def _wanted(precision: str, shape: Shape, settings: tuple[float, float | None]) -> list[str]:
+    return [ROOFS_ENTRY, cublas_entry(precision, shape, *settings)]
 
 
 def measure_for_confined(precision: str, shape: Shape, options: dict[str, Any]) -> bool:
@@ -50,10 +54,10 @@ def _measure(precision: str, shape: Shape, options: dict[str, Any]) -> bool:
     device = probe()
     if isinstance(device, str):  # no GPU here: the speed check skips, saying why, in the kernel's process
         return False
-    roofs, cublas = wanted(precision, shape, options)
+    budget_s, stop_within = settings = speed_settings(options)
+    roofs, cublas = _wanted(precision, shape, settings)
     if stored(device, roofs) and stored(device, cublas):
         return False  # the usual case: an earlier student's process measured them
-    budget_s, stop_within = speed_settings(options)
     problems = problems_for(precision, shape)  # host work: drawn before the GPU is taken
     with _alone() as hold:
         measured = process_roofs(device)  # stored, or measured and stored (it also settles the clocks)
