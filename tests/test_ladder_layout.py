@@ -9,8 +9,10 @@ and one declaration in reference_kernels/__init__.py (``name = CudaKernel(source
 2. its declaration in ``reference_kernels/__init__.py`` (CUDA_RUNGS and ``__all__`` follow from it);
 3. its row in reference_kernels/README.md's table, in ladder order (tests/test_ladder_offline.py).
 
-A rung placed anywhere but last renumbers the files after it (``git mv``). Each failure below
-names the file to add or fix.
+A rung placed anywhere but last renumbers the files after it (``git mv``; the CUDA rungs come
+before the Hopper rung, so a new CUDA rung renumbers at least ``12_wgmma.cu``): then every file
+of the repository that names a rung's file by its old name is listed, to be fixed. Each failure
+below names the file to add or fix.
 """
 from __future__ import annotations
 
@@ -64,6 +66,55 @@ def ladder_problems(folder: Path, declared: list[str]) -> list[str]:
             problems.append(f"{name}: its header says the one idea over the previous rung "
                             f"(a line `// Over rung {number - 1} ...`)")
     return problems
+
+
+ROOT = FOLDER.parent
+# Where a rung's file may be named: every text file of the repository but this test (its fake
+# rungs) and CONTRIBUTING.md (its worked example names files that do not exist yet).
+_NAMED = re.compile(r"\b\d\d_\w+\.cu\b")
+_TEXT = {".py", ".cu", ".cuh", ".md", ".sh", ".toml", ".ini", ".txt", ".json", ".cfg"}
+_SKIP_DIRS = {".git", ".venv", "venv", "build", "dist", "node_modules", "__pycache__", "gpu-out"}
+
+
+def stale_rung_names(root: Path, folder: Path, skip: set[Path]) -> list[str]:
+    """``path:line: NAME`` for every rung file named in a text file under ``root`` that ``folder``
+    does not have (a renumbered rung's old name, say)."""
+    present = {p.name for p in folder.glob("*.cu")}
+    found = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if (path.suffix not in _TEXT or path in skip or not path.is_file()
+                or any(part in _SKIP_DIRS or part.startswith(".") for part in rel.parts)):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            found += [f"{rel}:{number}: {name}" for name in _NAMED.findall(line) if name not in present]
+    return found
+
+
+def test_no_file_names_a_rung_file_that_is_not_there():
+    stale = stale_rung_names(ROOT, FOLDER, {Path(__file__).resolve(), ROOT / "CONTRIBUTING.md"})
+    assert not stale, ("these name a rung's file that reference_kernels/ does not have (renumbered or "
+                       "renamed? name the new file):\n" + "\n".join(stale))
+
+
+def test_a_renumbered_rung_is_found_where_it_is_still_named(tmp_path):
+    folder = tmp_path / "reference_kernels"
+    folder.mkdir()
+    _rung(folder, "01_a.cu", 1)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ladder.md").write_text("see 01_a.cu\nthen 02_old.cu, renumbered\n")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "x.md").write_text("03_gone.cu\n")
+    assert stale_rung_names(tmp_path, folder, set()) == ["docs/ladder.md:2: 02_old.cu"]
+
+
+def test_every_cuda_kernel_declared_is_a_rung():
+    # CUDA_RUNGS is read from the module's globals where it is defined: a declaration placed below
+    # that line would be no rung (no LADDER, no by_name) and nothing would say so
+    declared = {name for name, v in vars(reference_kernels).items() if isinstance(v, reference_kernels.CudaKernel)}
+    rungs = {name for name, v in vars(reference_kernels).items() if any(v is r for r in reference_kernels.CUDA_RUNGS)}
+    assert declared == rungs, (f"{sorted(declared - rungs)}: declared below the `CUDA_RUNGS =` line of "
+                               f"reference_kernels/__init__.py; move each above it, at its place in the ladder")
 
 
 def test_the_numbered_files_are_the_declared_ladder():

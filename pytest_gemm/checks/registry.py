@@ -131,11 +131,6 @@ def quick_summary() -> str:
     return "; ".join(f"{' and '.join(names)}: {', '.join(map(shape, quick))}" for quick, names in groups.items())
 
 
-def help_text() -> str:
-    """One line per check, for ``--help`` and the docs."""
-    return "; ".join(f"{c.name}: {c.summary}" for c in CHECKS)
-
-
 def markdown_table() -> str:
     """The table of checks in docs/checks.md."""
     rows = ["| check | what passing proves | default points | GPU |", "| --- | --- | --- | --- |"]
