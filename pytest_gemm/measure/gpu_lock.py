@@ -26,10 +26,7 @@ parent: ``checks/sandbox.py``) ends its shared hold but keeps a mark on the GPU 
 on a third file, ``running``) until it ends: a timed check that then holds the lock finds the
 mark and steps back out until it is gone, so no timing overlaps a kernel that may be spinning,
 while the other shared holders are no longer queued behind a timed check that waits for it
-(one hanging student held a whole class for its 20 s timeout). A timed check looks at the marks
-before it asks for the lock, too: asking drains every shared hold (new ones wait behind it), and
-draining the GPU for a timing that a mark then forbids stalled the other checks for nothing (the
-H200's GPU suite at 805b9ae: draining 34 % of its span). A timed check that finds the GPU
+(one hanging student held a whole class for its 20 s timeout). A timed check that finds the GPU
 busy with work outside the lock steps aside too (``GpuHold.step_aside``, ``measure/quiet.py``).
 A check that is warming up (a JIT compile, an autotuner's search: ``checks/warmup.py``) is
 marked on a file of its own (``warming``): it may last minutes, mostly on the CPU. A timed check
@@ -89,7 +86,6 @@ def warming_path(key: str | None = None, directory: str | None = None) -> Path:
 
 
 RUNNING_PAUSE_S = 1.0  # a timed check that finds a presumed-hung check still running steps out this long
-MARK_POLL_S = 0.2  # a patient timed check looks at the marks this often before it asks for the lock
 MARK_PATIENCE_S = 10.0  # ... for this long at most, then it keeps the lock (see the module's docstring)
 
 
@@ -144,10 +140,6 @@ class GpuHold:
         patient_until = time.monotonic() + MARK_PATIENCE_S
         with _waiting():
             while True:
-                if self.exclusive and time.monotonic() < patient_until and (
-                        _marked_running(self.running_path) or _marked_running(self.warming_path)):
-                    time.sleep(MARK_POLL_S)  # no timing now: wait without draining the others' holds
-                    continue
                 lock_fd, turnstile_fd = _open(self.lock_path), _open(self.turnstile_path)
                 try:
                     _lock(self.exclusive, lock_fd, turnstile_fd)
