@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gemm.judges.launches import (CallWindow, Launch, call_escape, demangle, group, kernel_time_facts,
+from pytest_gemm.judges.launches import (CallWindow, Launch, call_escape, demangle, group, kernel_rate_escape, kernel_time_facts,
                                          short_name, summary_line, vendor_kernels)
 
 
@@ -122,6 +122,40 @@ def test_untimed_calls_and_launchers_that_launch_nothing_are_not_judged():
     assert call_escape(_calls(3), [_launch("fill", 0, 100 * MS, None)]) is None  # the harness's own launch
 
 
+# A memoizing launcher on the H200 (tests/untrusted memoized at abd2fc4): each timed call at
+# 4096^3 (137.4 GFLOP) launched reductions and a copy, 0.294 ms of GPU work; the fp32-accurate
+# (3xTF32) roof was 178.4 TFLOP/s. By its events (0.76 ms a call) it was not over the roof.
+GFLOP_4096 = 2 * 4096 ** 3
+
+
+def test_kernels_too_brief_for_the_product_are_an_escape():
+    calls = _calls(12)
+    launches = [x for i in range(12) for x in (_launch("cupy_cub_sum", 10 * i * MS, 10 * i * MS + 100_000, i),
+                                               _launch("cupy_copy", 10 * i * MS + 100_000, 10 * i * MS + 294_000, i))]
+    summary, details = kernel_rate_escape(calls, launches, GFLOP_4096, 178.4, "fp32-accurate (3xTF32)", 1.05)
+    assert summary.startswith("the kernels of a timed call ran 0.2940 ms on the GPU (median of 12 calls): 467.5 TFLOP/s, "
+                              "faster than this GPU's fp32-accurate (3xTF32) roof (178.4 TFLOP/s)")
+    assert "cupy_copy x12" in details[0]
+
+
+def test_kernels_that_take_what_the_product_takes_are_not_flagged():
+    # warptile at 4096^3: 2.76 ms a call, 49.8 TFLOP/s; a launcher whose kernel is at the roof itself
+    calls = _calls(12)
+    honest = [_launch("gemm", 10 * i * MS, 10 * i * MS + 2_760_000, i) for i in range(12)]
+    assert kernel_rate_escape(calls, honest, GFLOP_4096, 178.4, "fp32", 1.05) is None
+    at_roof = [_launch("gemm", 10 * i * MS, 10 * i * MS + 770_400, i) for i in range(12)]  # 178.4 TFLOP/s
+    assert kernel_rate_escape(calls, at_roof, GFLOP_4096, 178.4, "fp32", 1.05) is None
+
+
+def test_the_kernel_rate_is_not_judged_without_a_launch_in_every_call_or_a_roof():
+    calls = _calls(3)
+    brief = [_launch("copy", 10 * i * MS, 10 * i * MS + 1000, i) for i in range(3)]
+    assert kernel_rate_escape(calls, brief[:2], GFLOP_4096, 178.4, "fp32", 1.05) is None  # call_escape's case
+    assert kernel_rate_escape(calls, [], GFLOP_4096, 178.4, "fp32", 1.05) is None  # no kernel seen at all
+    assert kernel_rate_escape(calls, brief, GFLOP_4096, 0.0, "fp32", 1.05) is None  # roof unknown
+    assert kernel_rate_escape(_calls(3, awaited=False), brief, GFLOP_4096, 178.4, "fp32", 1.05) is None  # warm-up
+
+
 # ---- the CUPTI session, against a fake binding ---------------------------------------------
 
 class _Kind:
@@ -227,6 +261,25 @@ def test_the_speed_check_s_judge_reads_the_awaited_calls(fake_cupti):
     assert caught.value.category == "timing_escape"
     assert "fewer launches than calls: 15 timed calls launched 1 GPU kernel" in caught.value.summary
     assert facts["launches"]["launches"] == 1  # recorded though the check failed
+
+
+def test_the_speed_check_s_judge_finds_kernels_too_brief_for_the_product(fake_cupti):
+    from pytest_gemm.checks.launch_trace import reject_traced_escape, traced
+    from pytest_gemm.measure import trace
+    from pytest_gemm.model.categories import GemmCheckFailure
+
+    facts: dict[str, Any] = {}
+    with pytest.raises(GemmCheckFailure) as caught, traced(object(), {"trace": "on"}, facts):
+        for i in range(12):
+            trace.call_entered()
+            now = fake_cupti.clock[0]
+            fake_cupti.records += [_api_record(100 + i, now + 1), _kernel_record("copy", 100 + i, now + 2, now + 2 + 1000)]
+            trace.call_returned()
+            trace.call_awaited()
+        reject_traced_escape("memo", "at 64x64x64: ")  # no product given: nothing to compare with
+        reject_traced_escape("memo", "at 64x64x64: ", 2 * 64 ** 3, 0.001, "fp32", 1.05)
+    assert caught.value.category == "timing_escape"
+    assert caught.value.summary.startswith("at 64x64x64: 'memo': the kernels of a timed call ran 0.0010 ms")
 
 
 def test_no_cupti_binding_skips_the_trace_with_its_reason_and_changes_nothing(monkeypatch):

@@ -88,7 +88,7 @@ PLANS: dict[str, Plan] = {
     "cached_result": Plan(fail=(BENCH,), words=(("wrong values", "never written"), ("timed calls",)),
                           passes=("exact-64x64x64",)),
     # Every correctness check passes: together they launch it at most 11 times at one shape (1000^3), in
-    # whatever process xdist puts them, and it computes 32 (tests/untrusted/kernels.py FIRST_CALLS).
+    # whatever process xdist puts them, and it computes 12 (tests/untrusted/kernels.py FIRST_CALLS).
     "first_call_only": Plan(fail=(BENCH,), words=(("never written",),),
                             passes=("launch-64x64x64", "exact-64x64x64", "coverage-64x64x64", "guards-64x64x64",
                                     "exact-1000x1000x1000", "coverage-1000x1000x1000", "guards-1000x1000x1000",

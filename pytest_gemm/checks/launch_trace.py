@@ -15,7 +15,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from ..judges.launches import call_escape, group, kernel_time_facts, summary_line, vendor_kernels, vendor_sentence
+from ..judges.launches import (call_escape, group, kernel_rate_escape, kernel_time_facts, summary_line,
+                               vendor_kernels, vendor_sentence)
 from ..measure import trace
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
@@ -92,13 +93,16 @@ def reject_vendor_kernels(name: str, facts: dict[str, Any], options: dict[str, A
          "(cupy.matmul, torch.mm, a @ b) computes the product with NVIDIA's kernels, not yours"])
 
 
-def reject_traced_escape(name: str, where: str = "") -> None:
-    """timing_escape when the timed calls and their traced launches disagree (judges/launches.py)."""
+def reject_traced_escape(name: str, where: str = "", flops: float = 0.0, roof_tflops: float = 0.0,
+                         basis: str = "", margin: float = 1.0) -> None:
+    """timing_escape when the timed calls and their traced launches disagree, or (given the
+    product's ``flops`` and the roof) when their kernels ran too briefly for it (judges/launches.py)."""
     tracer = trace.active()
     if tracer is None:
         return
     tracer.flush()
-    found = call_escape(tracer.calls(), tracer.launches())
+    calls, launches = tracer.calls(), tracer.launches()
+    found = call_escape(calls, launches) or kernel_rate_escape(calls, launches, flops, roof_tflops, basis, margin)
     if found is not None:
         raise GemmCheckFailure(cat.TIMING_ESCAPE, f"{where}{name!r}: {found[0]}", found[1])
 

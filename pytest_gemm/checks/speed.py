@@ -32,7 +32,7 @@ from ..measure.gpu_lock import gpu_lock
 from ..measure.roofs import ceilings
 from .launch_trace import kernel_time, reject_traced_escape
 from ..measure.quiet import busy_marked
-from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP, speed_settings
+from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP, ROOF_MARGIN, speed_settings
 from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
                              roof_facts, time_cublas, timed_run, warm_outside_lock)
 from ..model.categories import TIMING_ESCAPE, GemmCheckFailure
@@ -70,7 +70,8 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
             record({"result_copy": copied})
         kernel_time(timing.median_ms, record)  # the kernels' own GPU time beside the event time (traced)
         reject_escaped_work(timing, limits, precision)
-        reject_traced_escape(str(h.kernel.name), f"at {shape_str(shape)}: ")  # calls against their launches
+        reject_traced_escape(str(h.kernel.name), f"at {shape_str(shape)}: ",  # calls against their launches
+                             timing.flops, limits.tflops, limits.basis or precision, ROOF_MARGIN)
         verify()
         reject_tampering(str(h.kernel.name))  # the kernel's own calls may have replaced it
         cublas = time_cublas(precision, shape, h.device, budget_s, problems, stop_within)

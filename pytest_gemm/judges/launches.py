@@ -248,6 +248,31 @@ def call_escape(calls: Sequence[CallWindow], launches: Sequence[Launch]) -> tupl
     return None
 
 
+def kernel_rate_escape(calls: Sequence[CallWindow], launches: Sequence[Launch], flops: float,
+                       roof_tflops: float, basis: str, margin: float) -> tuple[str, list[str]] | None:
+    """(summary, details) when every timed call launched GPU kernels and yet their GPU time (the
+    median over the calls) is too short for the product at this GPU's roof (``margin`` times it),
+    else None: the outputs were not computed by the calls' own kernels (a result kept from an
+    earlier call and copied). The event time cannot show it where a launcher's Python overhead
+    fills the call (a memoizing launcher read 180 TFLOP/s by its events, under the 3xTF32 roof,
+    and 467 by its kernels). Calls with no kernel at all are not judged here (``call_escape``)."""
+    timed = [c for c in calls if c.awaited_ns is not None]
+    mine = _by_call(launches)
+    if not timed or roof_tflops <= 0 or flops <= 0 or any(not mine.get(c.index) for c in timed):
+        return None
+    kernel_ms = statistics.median(call_kernel_ms(timed, launches))
+    if kernel_ms <= 0 or flops / (kernel_ms * 1e9) <= margin * roof_tflops:
+        return None
+    rate = flops / (kernel_ms * 1e9)
+    names = summary_line(group(x for c in timed for x in mine.get(c.index, [])))
+    return (f"the kernels of a timed call ran {kernel_ms:.4f} ms on the GPU (median of {len(timed)} calls): "
+            f"{rate:.1f} TFLOP/s, faster than this GPU's {basis} roof ({roof_tflops:.1f} TFLOP/s), so they did "
+            "not compute the product: not ranked",
+            [f"their launches: {names}",
+             "each call must compute its own output: a result kept from an earlier call and copied is "
+             "timed for a copy, not for the product"])
+
+
 def _union_ms(spans: list[tuple[int, int]]) -> float:
     total, end = 0, None
     for s, e in sorted(spans):
