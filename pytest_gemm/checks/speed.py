@@ -71,7 +71,7 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         kernel_time(timing.median_ms, record)  # the kernels' own GPU time beside the event time (traced)
         reject_escaped_work(timing, limits, precision)
         reject_traced_escape(str(h.kernel.name), f"at {shape_str(shape)}: ",  # calls against their launches
-                             timing.flops, limits.tflops, limits.basis or precision, ROOF_MARGIN)
+                             timing.flops, limits.tflops, getattr(limits, "basis", "") or precision, ROOF_MARGIN)
         verify()
         reject_tampering(str(h.kernel.name))  # the kernel's own calls may have replaced it
         cublas = time_cublas(precision, shape, h.device, budget_s, problems, stop_within)
