@@ -76,6 +76,14 @@ def test_a_runs_folder_rewrites_its_blocks_and_leaves_the_others(tmp_path):
     assert figures.unproven_blocks(readme) == ["gpu-tests", "course"]
 
 
+def test_some_files_gpu_tests_are_not_published_as_the_suite_s_line(tmp_path):
+    (tmp_path / "meta.json").write_text(json.dumps({"commit": "abcdef1", "date": "2026-12-02", "device": "H200"}))
+    (tmp_path / "gpu-tests-summary.txt").write_text(
+        "gpu-tests at abcdef1: 9 passed, 0 failed in 1 s\n  (only GPU_TESTS=tests/test_x.py: not the whole suite)\n")
+    readme = "<!-- figures:gpu-tests -->\nold\n<!-- /figures:gpu-tests -->\n"
+    assert figures.regenerate(readme, tmp_path) == (readme, [])
+
+
 def test_check_mode_says_whether_the_readme_is_current(tmp_path):
     (tmp_path / "meta.json").write_text(json.dumps({"commit": "abcdef1", "date": "2026-12-02", "device": "H200"}))
     (tmp_path / "gpu-tests-summary.txt").write_text("gpu-tests at abcdef1: 1 passed, 0 failed in 1 s\n")

@@ -3,6 +3,7 @@
 # call (10 minutes). Run from the repository root on the GPU machine:
 #   bash tools/gpu_session.sh gpu-tests # EVERY GPU test of the project (pytest -m gemm_gpu), at most 6 minutes on one
 #                                       # H200, ending in one line: passed / failed / skipped, wall time, commit
+#                                       # (GPU_TESTS="tests/test_x.py ...": those files' GPU tests only)
 #   bash tools/gpu_session.sh tests     # every test in tests/ with -n 8 (the CPU tests too; slower than gpu-tests)
 #   bash tools/gpu_session.sh untrusted # the cheats and faults (tests/test_untrusted_kernels.py) and the launch
 #                                       # guard, one worker per GPU: with 4 workers per GPU (-n 8 on 2) the
@@ -134,7 +135,9 @@ for stage in "$@"; do
       # the GPU lock's log: where the GPU's time went (tools/lock_log.py reads it below)
       rm -f "$out/gpu-lock.jsonl"
       PYTEST_GEMM_LOCK_LOG="$out/gpu-lock.jsonl" \
-      limit 540 python3 -m pytest tests -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
+      # GPU_TESTS: test files instead of all of tests/ (their suite runs only), e.g. to check one change
+      # shortly; the summary line is then not the suite's
+      limit 540 python3 -m pytest ${GPU_TESTS:-tests} -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
         --basetemp /tmp/gemm-gpu-tests --junitxml "$out/gpu-tests.xml" > "$out/gpu-tests.txt" 2>&1
       # each suite run's log and JSON report (tests/gpu_runs.py), for reading afterwards
       (cd /tmp/gemm-gpu-tests && find . -path "*suite-runs*" \( -name log.txt -o -name report.json \) \
@@ -143,6 +146,7 @@ for stage in "$@"; do
       grep -E "^(FAILED|ERROR)" "$out/gpu-tests.txt" | cut -c1-300 | head -30
       python3 tools/lock_log.py "$out/gpu-lock.jsonl" > "$out/gpu-lock.txt" 2>&1; head -25 "$out/gpu-lock.txt"
       python3 tools/gpu_tests_summary.py "$out/gpu-tests.xml" --wall "$wall" | tee "$out/gpu-tests-summary.txt"
+      [ -z "${GPU_TESTS:-}" ] || echo "  (only GPU_TESTS=$GPU_TESTS: not the whole suite)" | tee -a "$out/gpu-tests-summary.txt"
       ;;
     warmup)
       walled 'warm-up target, alone, cold' 400 env GEMM_WARMUP_ALONE=1 python3 -m pytest tests/test_warmup_gpu.py \
