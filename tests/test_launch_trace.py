@@ -401,6 +401,22 @@ def test_terminal_lines_one_per_kernel_and_the_python_launcher_s_speed_line():
         "launch trace skipped: no CUPTI: ...; the course's own-kernel rule (gemm_own_kernel) was not checked"]
 
 
+def test_the_launches_that_stand_for_a_kernel_are_its_largest_exact_check_s_whatever_the_order():
+    from pytest_gemm.outputs.launch_view import kernel_launches
+    from pytest_gemm.outputs.records import RunResults
+
+    def exact(shape: list[int], name: str) -> dict[str, Any]:
+        entries = group([_launch(name, 0, 10, 0)])
+        return {"kernel": "mm", "precision": "fp32", "check": "exact", "shape": shape, "outcome": "passed",
+                "launches": {"summary": summary_line(entries), "kernels": entries, "calls": 1, "launches": 1,
+                             "harness_launches": 0, "launcher": "python"}}
+
+    tiny, large = exact([1, 1, 1], "cupy_multiply"), exact([1000, 1000, 1000], "ampere_sgemm_128x64_nn")
+    for recs in ([tiny, large], [large, tiny]):
+        chosen = kernel_launches(RunResults.build(recs).kernels["mm"])
+        assert chosen["check"] == "exact 1000x1000x1000" and chosen["kernels"][0]["name"] == "ampere_sgemm_128x64_nn"
+
+
 def test_report_junit_and_gradescope_carry_the_launches():
     from pytest_gemm.grading.gradescope import build_results
     from pytest_gemm.outputs.junit import verdict_properties

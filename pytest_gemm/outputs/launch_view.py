@@ -20,11 +20,18 @@ def check_launches(r: CheckRecord) -> dict[str, Any] | None:
 
 
 def kernel_launches(result: KernelResult) -> dict[str, Any] | None:
-    """The launches that stand for a kernel: those of its first exact check (one call) when
-    traced, else of its launch check (two calls), else of the first traced check; ``{"skipped": why}`` when no check was traced."""
+    """The launches that stand for a kernel: those of its exact check (one call) at the largest
+    problem when traced, else of its launch check (two calls), else of the first traced check;
+    ``{"skipped": why}`` when no check was traced. The largest, not the first: the records come in
+    the order the checks ended (xdist's), and at 1x1x1 cupy.matmul runs an elementwise product and
+    a sum, not cuBLAS (the H200 at 6fd4208)."""
     traced = [r for r in result.checks if (check_launches(r) or {}).get("kernels") is not None]
     if traced:
-        best = min(traced, key=lambda r: _PREFERRED.index(r.check) if r.check in _PREFERRED else len(_PREFERRED))
+        def rank(r: CheckRecord) -> tuple[int, int]:
+            volume = r.shape[0] * r.shape[1] * r.shape[2] if r.shape and len(r.shape) == 3 else 0
+            return (_PREFERRED.index(r.check) if r.check in _PREFERRED else len(_PREFERRED), -volume)
+
+        best = min(traced, key=rank)
         return dict(check_launches(best) or {}, check=best.where)
     skipped = next((check_launches(r) for r in result.checks if (check_launches(r) or {}).get("skipped")), None)
     return {"skipped": str(skipped["skipped"])} if skipped else None
