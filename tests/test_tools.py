@@ -157,3 +157,19 @@ def test_gpu_session_says_its_usage_and_runs_nothing_without_a_stage(tmp_path):
 def test_gpu_session_has_one_branch_per_stage():
     stages, branches = _session_stages()
     assert sorted(stages) == sorted(branches), (stages, branches)
+
+
+def continued_into_a_comment(text: str) -> list[int]:
+    """Lines (1-based) of a shell script that end in a backslash with a comment line next: the
+    continuation ends at the comment, so ``VAR=x \\`` there becomes a plain assignment and the
+    command below runs without it (gpu_session.sh at 6fd4208 lost its GPU lock log so)."""
+    lines = text.splitlines()
+    return [n for n, (line, after) in enumerate(zip(lines, lines[1:]), 1)
+            if line.rstrip().endswith("\\") and not line.lstrip().startswith("#") and after.lstrip().startswith("#")]
+
+
+def test_no_shell_tool_continues_a_command_into_a_comment():
+    found = {str(p.relative_to(ROOT)): n for p in _tool_files() if p.suffix == ".sh"
+             if (n := continued_into_a_comment(p.read_text()))}
+    assert not found, f"a line continued into a comment (move the comment above the command): {found}"
+    assert continued_into_a_comment('A=1 \\\n  # why\nrun\nB=2 \\\n  run\n') == [1]

@@ -134,9 +134,9 @@ for stage in "$@"; do
       # summary line, with its wall time, rather than in none
       # the GPU lock's log: where the GPU's time went (tools/lock_log.py reads it below)
       rm -f "$out/gpu-lock.jsonl"
-      PYTEST_GEMM_LOCK_LOG="$out/gpu-lock.jsonl" \
       # GPU_TESTS: test files instead of all of tests/ (their suite runs only), e.g. to check one change
       # shortly; the summary line is then not the suite's
+      PYTEST_GEMM_LOCK_LOG="$out/gpu-lock.jsonl" \
       limit 540 python3 -m pytest ${GPU_TESTS:-tests} -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
         --basetemp /tmp/gemm-gpu-tests --junitxml "$out/gpu-tests.xml" > "$out/gpu-tests.txt" 2>&1
       # each suite run's log and JSON report (tests/gpu_runs.py), for reading afterwards
