@@ -215,3 +215,22 @@ def test_a_kernel_seen_autotuning_at_run_time_gets_the_quick_shape_set():
     execution._quick_after_tuning(st, ("other.py:k", 0), "exact", full_only)  # another kernel: unaffected
     st.shapes = "full"
     execution._quick_after_tuning(st, key, "exact", full_only)  # --gemm-shapes full: every shape
+
+
+def test_a_warm_up_seen_just_after_a_lock_wait_starts_when_the_wait_ended(monkeypatch):
+    # The wait for the GPU lock is taken off a check's time already; a warm-up dated back to the
+    # sample before (inside that wait) was taken off twice: a fake check importing a module right
+    # after its wait, under load, read 0.0 s of its 0.3 s (CI at 4602d0c)
+    import threading
+
+    from pytest_gemm.checks import warmup
+
+    sent: list[dict] = []
+    watch = warmup.Watch(sent.append, threading.get_ident())
+    watch.last = 100.0  # the previous sample, during the wait
+    monkeypatch.setattr(warmup, "wait_ended", lambda: 100.2)
+    monkeypatch.setattr(warmup, "classify", lambda frames: "importing modules")
+    watch.sample(100.25)
+    monkeypatch.setattr(warmup, "classify", lambda frames: None)
+    watch.sample(100.5)
+    assert watch.total_s == pytest.approx(0.3) and [e["event"] for e in sent] == ["warmup", "warmup_end"]

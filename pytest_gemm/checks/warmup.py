@@ -28,6 +28,8 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Sequence
 
+from ..measure.gpu_lock import wait_ended
+
 SAMPLE_S = 0.25         # how often the child looks at its main thread's stack
 REPORT_S = 2.0          # how often the child says it is still warming up
 PROGRESS_S = 10.0       # how often the parent writes "still warming up" on the terminal
@@ -107,7 +109,9 @@ class Watch:
         last, self.last = self.last, now
         if what is not None:
             if self.what is None:  # since the previous sample: a compile holding the GIL delays this one
-                self.what, self.started, self.said = what, last, now
+                # but not before a wait for the GPU lock ended: that wait is taken off the check's time
+                # already (a fake check importing right after its wait read 0.0 s of its 0.3 s, under load)
+                self.what, self.started, self.said = what, max(last, wait_ended()), now
                 self.send({"event": "warmup", "what": what, "seconds": round(now - last, 3)})
             elif now - self.said >= REPORT_S or what != self.what:
                 self.what, self.said = what, now

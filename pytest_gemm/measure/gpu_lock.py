@@ -102,6 +102,7 @@ def _open(path: Path) -> int:
 _HELD: dict[Path, bool] = {}  # lock file -> held exclusively, by this process
 _WAIT_OBSERVERS: list[Callable[[bool], None]] = []
 _WAITED_S = [0.0]  # seconds this process has waited for the lock, in all
+_WAIT_ENDED = [0.0]  # when (time.monotonic) this process last stopped waiting for it
 
 
 def observe_waits(observer: Callable[[bool], None]) -> None:
@@ -113,6 +114,11 @@ def observe_waits(observer: Callable[[bool], None]) -> None:
 def waited_seconds() -> float:
     """Seconds this process has spent waiting for the lock so far."""
     return _WAITED_S[0]
+
+
+def wait_ended() -> float:
+    """When (``time.monotonic()``) this process last stopped waiting for the lock (0.0: never)."""
+    return _WAIT_ENDED[0]
 
 
 class GpuHold:
@@ -285,7 +291,8 @@ def _waiting() -> Iterator[None]:
     try:
         yield
     finally:
-        _WAITED_S[0] += time.monotonic() - started
+        _WAIT_ENDED[0] = time.monotonic()
+        _WAITED_S[0] += _WAIT_ENDED[0] - started
         for observer in _WAIT_OBSERVERS:
             observer(False)
 
