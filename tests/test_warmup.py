@@ -234,3 +234,4 @@ def test_a_warm_up_seen_just_after_a_lock_wait_starts_when_the_wait_ended(monkey
     monkeypatch.setattr(warmup, "classify", lambda frames: None)
     watch.sample(100.5)
     assert watch.total_s == pytest.approx(0.3) and [e["event"] for e in sent] == ["warmup", "warmup_end"]
+    assert sent[0]["seconds"] == pytest.approx(0.05)  # what the parent refunds: not the wait's end either

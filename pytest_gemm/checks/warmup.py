@@ -112,7 +112,7 @@ class Watch:
                 # but not before a wait for the GPU lock ended: that wait is taken off the check's time
                 # already (a fake check importing right after its wait read 0.0 s of its 0.3 s, under load)
                 self.what, self.started, self.said = what, max(last, wait_ended()), now
-                self.send({"event": "warmup", "what": what, "seconds": round(now - last, 3)})
+                self.send({"event": "warmup", "what": what, "seconds": round(now - self.started, 3)})
             elif now - self.said >= REPORT_S or what != self.what:
                 self.what, self.said = what, now
                 self.send({"event": "warmup", "what": what, "seconds": round(now - self.started, 2)})
