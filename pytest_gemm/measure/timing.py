@@ -172,6 +172,8 @@ SETTLE_MS = 200.0  # GPU time spent in untimed calls before the first timed one 
 # (tests/data/h200_speed_samples.json: 16 timings, 52 to 100 calls of 0.06 to 19 ms): stopping at
 # 0.1 % after at least 12 calls kept every median within 0.06 % of its full run's, in 35 % of the GPU time.
 DEFAULT_STOP = 0.001
+
+
 def speed_settings(options: dict[str, Any]) -> tuple[float, float | None]:
     """(budget_s, stop_within) of a speed check from the options the runner sends it."""
     return float(options.get("speed_budget_s") or DEFAULT_BUDGET_S), options.get("speed_stop", DEFAULT_STOP)

@@ -145,7 +145,6 @@ def _square_only(params: list[str] | tuple[str, ...]) -> bool:
     return all(d > 0 for _, d in pointers) and depth == 0 and kind in _SCALARS and kind not in _FLOATING
 
 
-
 def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...], precision: str) -> list[str]:
     """What the declaration gets wrong about the C prototype of ``entry`` (empty: nothing seen)."""
     base, _, rest = entry.partition("<")
