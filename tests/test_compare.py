@@ -149,7 +149,20 @@ def test_a_reference_that_moved_between_the_runs_widens_the_noise_band():
     old = _report({"k": _times(1.0, 1)}, _times(0.9, 2))
     new = _report({"k": _times(1.0, 3, run_shift=0.02)}, _times(0.9, 4, run_shift=0.025))  # the whole GPU slower
     row = _call(compare(old, new, threshold=0.01))
-    assert row.speed.band > 0.02 and row.speed.call != "slower" and not row.fails
+    assert row.speed.top > 1.02 and row.speed.call != "slower" and not row.fails
+    assert row.speed.bottom == pytest.approx(1 / 1.01)  # the band reached out on the side cuBLAS moved only
+
+
+def test_a_kernel_that_went_the_other_way_from_the_reference_is_slower():
+    """cuBLAS 5 % faster in the new run, the kernel 4 % slower: it lost 9 % against the machine;
+    the band reaches out only on the side the reference moved, so this is slower and fails."""
+    old = _report({"k": _times(1.0, 1)}, _times(0.9, 2))
+    new = _report({"k": _times(1.0, 3, run_shift=0.04)}, _times(0.9, 4, run_shift=-0.05))
+    result = compare(old, new, threshold=0.02)
+    row = _call(result)
+    assert row.speed.call == "slower" and row.fails, row.speed
+    assert row.speed.top == pytest.approx(1.01) and row.speed.bottom < 0.96
+    assert "cuBLAS moved -4.95%: band -4.95%..+1.00%" in "\n".join(render(result))
 
 
 def test_a_report_without_meta_or_per_call_times_is_unsure_and_says_why():

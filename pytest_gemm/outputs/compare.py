@@ -166,15 +166,16 @@ def _samples(t: dict[str, Any], by_cublas: bool) -> list[float] | str:
     return [x / cublas for x in times]
 
 
-def _band(a: dict[str, Any], b: dict[str, Any], by_cublas: bool) -> float:
-    """The noise band: RUN_NOISE, or how far the reference both runs timed (cuBLAS at this
-    precision and shape) moved between them, when that is more."""
+def _drift(a: dict[str, Any], b: dict[str, Any], by_cublas: bool) -> float:
+    """How far the reference both runs timed (cuBLAS at this precision and shape) moved between
+    them, as its ratio of medians (1.0 when unknown, or across GPUs, where the times are already
+    fractions of it): the noise band reaches out to it on that side (speed_stats.SpeedCall)."""
     if by_cublas:
-        return RUN_NOISE
+        return 1.0
     old, new = a.get("cublas_median_ms"), b.get("cublas_median_ms")
     if isinstance(old, (int, float)) and isinstance(new, (int, float)) and old > 0 and new > 0:
-        return max(RUN_NOISE, abs(new / old - 1.0))
-    return RUN_NOISE
+        return new / old
+    return 1.0
 
 
 def _untrusted(k: dict[str, Any]) -> bool:
@@ -198,7 +199,7 @@ def compare(old: dict[str, Any], new: dict[str, Any], threshold: float | None = 
             sa, sb = _samples(ta, by_cublas), _samples(tb, by_cublas)
             why = sa if isinstance(sa, str) else sb if isinstance(sb, str) else None
             speed = SpeedCall(UNSURE, None, None, None, RUN_NOISE, why) if why else \
-                call_speed(sa, sb, _band(ta, tb, by_cublas))  # type: ignore[arg-type]
+                call_speed(sa, sb, RUN_NOISE, _drift(ta, tb, by_cublas))  # type: ignore[arg-type]
         rows.append(SpeedRow(key[0], key[1], ta["median_ms"], tb["median_ms"], speed, speed.fails(threshold)))
     name = lambda key: f"{key[0]} at {'x'.join(map(str, key[1]))}"  # noqa: E731
     return Comparison(old_label, threshold, setup, "fraction of cuBLAS" if by_cublas else "time",
@@ -208,6 +209,11 @@ def compare(old: dict[str, Any], new: dict[str, Any], threshold: float | None = 
 
 def _pct(x: float | None) -> str:
     return "" if x is None else f"{100 * (x - 1):+.2f}%"
+
+
+def _moved(speed: SpeedCall) -> bool:
+    """Did the reference move by more than the noise band (so the band reached out to it)?"""
+    return speed.top > 1.0 + speed.band or speed.bottom < 1.0 / (1.0 + speed.band)
 
 
 def render(c: Comparison) -> list[str]:
@@ -222,13 +228,17 @@ def render(c: Comparison) -> list[str]:
     if c.rows:
         table = [[r.kernel, "x".join(map(str, r.shape)), f"{r.old_ms:.4f}", f"{r.new_ms:.4f}", _pct(r.speed.ratio),
                   "" if r.speed.low is None else f"{_pct(r.speed.low)}..{_pct(r.speed.high)}",
-                  r.speed.call + (" FAIL" if r.fails else "") + (f" ({r.speed.why})" if r.speed.why else "")]
+                  r.speed.call + (" FAIL" if r.fails else "") + (f" ({r.speed.why})" if r.speed.why else "")
+                  + (f" (cuBLAS moved {_pct(r.speed.drift)}: band {_pct(r.speed.bottom)}..{_pct(r.speed.top)})"
+                     if _moved(r.speed) else "")]
                  for r in c.rows]
         lines += tabulate(table, headers=["kernel", "shape", "saved ms", "now ms", "change", "95% interval", "call"],
                           tablefmt="simple", disable_numparse=True).splitlines()
     counts = c.counts()
     band = max((r.speed.band for r in c.rows), default=RUN_NOISE)
-    lines.append(f"{len(c.rows)} timings compared ({c.basis}; noise band +-{100 * band:.1f}%, docs/compare.md): "
+    moved = ", out to cuBLAS's own change on the side it moved, where that is more" if any(
+        _moved(r.speed) for r in c.rows) else ""
+    lines.append(f"{len(c.rows)} timings compared ({c.basis}; noise band +-{100 * band:.1f}%{moved}, docs/compare.md): "
                  + ", ".join(f"{n} {k}" for k, n in counts.items()))
     for label, names in (("only in the saved run", c.only_old), ("only in this run", c.only_new)):
         if names:
@@ -246,5 +256,6 @@ def as_dict(c: Comparison) -> dict[str, Any]:
                                     for ch in c.changes],
             "rows": [{"kernel": r.kernel, "shape": list(r.shape), "old_ms": r.old_ms, "new_ms": r.new_ms,
                       "call": r.speed.call, "ratio": r.speed.ratio, "low": r.speed.low, "high": r.speed.high,
-                      "band": r.speed.band, "why": r.speed.why, "fails": r.fails} for r in c.rows],
+                      "band": r.speed.band, "band_low": r.speed.bottom, "band_high": r.speed.top,
+                      "cublas_ratio": r.speed.drift, "why": r.speed.why, "fails": r.fails} for r in c.rows],
             "only_old": c.only_old, "only_new": c.only_new, "counts": c.counts(), "failure": c.gate_failure()}

@@ -12,8 +12,11 @@ The statistic (docs/compare.md says why):
    alone.
 3. The noise band: a fresh process moves a median by about +-0.5 % (measured on the H200:
    cuBLAS against itself read 0.993 to 1.005), so a difference is *sure* only outside
-   ``[1 / (1 + a), 1 + a]`` with ``a`` = ``RUN_NOISE`` (1 %), or more where the reference that
-   both runs timed (cuBLAS at the same precision and shape) itself moved by more between them.
+   ``[1 / (1 + a), 1 + a]`` with ``a`` = ``RUN_NOISE`` (1 %). Where the reference that both runs
+   timed (cuBLAS at the same precision and shape) itself moved by more between them (``drift``,
+   its ratio of medians), the band reaches out to that ratio on that side only: a kernel that
+   moved with the machine is not called slower, but one that went the other way is (cuBLAS 5 %
+   faster, the kernel 4 % slower: it lost 9 % against the machine).
 
 The call: ``slower`` when the whole interval lies above the band, ``faster`` below it, ``same``
 inside it, ``unsure`` when it crosses an edge of the band (or a run's times cannot be trusted).
@@ -59,8 +62,19 @@ class SpeedCall:
     ratio: float | None             # new median / old median (> 1: slower)
     low: float | None               # the bootstrap interval of the ratio
     high: float | None
-    band: float                     # a: the noise band's half width used
+    band: float                     # a: the noise band's half width (RUN_NOISE)
     why: str = ""                   # for unsure: the reason
+    drift: float = 1.0              # how far the reference both runs timed moved (its ratio of medians)
+
+    @property
+    def top(self) -> float:
+        """The band's upper edge: above it a ratio is surely slower."""
+        return max(1.0 + self.band, self.drift)
+
+    @property
+    def bottom(self) -> float:
+        """The band's lower edge: below it a ratio is surely faster."""
+        return min(1.0 / (1.0 + self.band), self.drift)
 
     def fails(self, threshold: float | None) -> bool:
         """Slower, surely, and by more than ``threshold`` (0.05 = 5 %)."""
@@ -95,16 +109,19 @@ def ratio_interval(old: Sequence[float], new: Sequence[float]) -> tuple[float, f
     return ratio, float(min(low, ratio)), float(max(high, ratio))
 
 
-def call_speed(old: Sequence[float], new: Sequence[float], band: float = RUN_NOISE) -> SpeedCall:
+def call_speed(old: Sequence[float], new: Sequence[float], band: float = RUN_NOISE,
+               drift: float = 1.0) -> SpeedCall:
     """The call for one kernel at one shape from both runs' per-call times (ms, or any unit
-    shared by both, e.g. times over each run's cuBLAS median)."""
+    shared by both, e.g. times over each run's cuBLAS median); ``drift``: the reference's ratio of
+    medians between the runs (1.0: unknown or unmoved)."""
     if len(old) < MIN_SAMPLES or len(new) < MIN_SAMPLES:
         return SpeedCall(UNSURE, None, None, None, band,
-                         f"too few per-call times ({len(old)} saved, {len(new)} now; {MIN_SAMPLES} needed)")
+                         f"too few per-call times ({len(old)} saved, {len(new)} now; {MIN_SAMPLES} needed)", drift)
     if min(old) <= 0 or min(new) <= 0:
-        return SpeedCall(UNSURE, None, None, None, band, "a per-call time is not positive")
+        return SpeedCall(UNSURE, None, None, None, band, "a per-call time is not positive", drift)
     ratio, low, high = ratio_interval(old, new)
-    top, bottom = 1.0 + band, 1.0 / (1.0 + band)
+    edges = SpeedCall(UNSURE, None, None, None, band, "", drift)
+    top, bottom = edges.top, edges.bottom
     if low > top:
         call = SLOWER
     elif high < bottom:
@@ -115,4 +132,4 @@ def call_speed(old: Sequence[float], new: Sequence[float], band: float = RUN_NOI
         call = UNSURE
     why = "" if call != UNSURE else (f"the interval {low:.4f}..{high:.4f} crosses the noise band "
                                      f"{bottom:.4f}..{top:.4f}")
-    return SpeedCall(call, ratio, low, high, band, why)
+    return SpeedCall(call, ratio, low, high, band, why, drift)
