@@ -174,7 +174,22 @@ def test_a_report_without_meta_or_per_call_times_is_unsure_and_says_why():
     result = compare(old, new, threshold=0.02)
     assert "its setup is unknown" in result.setup[0]
     assert _call(result).speed.call == "unsure" and "older than schema 3" in _call(result).speed.why
-    assert result.gate_failure() is None
+    # no row could be judged at all: the gate fails, saying why, rather than pass having judged nothing
+    assert "no timing could be compared (no per-call times (a report older than schema 3))" in result.gate_failure()
+    assert compare(old, new).gate_failure() is None  # no gate asked: the exit status never changes
+
+
+def test_a_gate_passes_with_rows_unsure_from_noise_but_fails_when_every_row_was_unjudgeable():
+    """Unsure because the interval crosses the band (noise) is a judgement: the gate passes.
+    Unsure before any statistic (a shared GPU in every row) is none: the gate fails."""
+    old, new = _pair(0.004, noise=0.02)
+    noisy = compare(old, new, threshold=0.02)
+    assert "unsure" in {r.speed.call for r in noisy.rows} and noisy.gate_failure() is None
+    for k in new["kernels"]:
+        for t in k["timings"]:
+            t["gpu_shared"] = True
+    shared = compare(old, new, threshold=0.02)
+    assert "the GPU was shared or busy in a run" in shared.gate_failure()
 
 
 def test_a_gate_that_compared_nothing_fails():

@@ -102,6 +102,13 @@ class Comparison:
         reasons += [f"{c.kernel} became wrong ({c.new})" for c in self.changes if c.became_wrong]
         if not self.rows and not reasons:
             reasons.append("no kernel was timed in both runs, so nothing was compared")
+        changed = {c.kernel for c in self.changes}  # a fixed kernel's rows: judged by its correctness change
+        steady = [r for r in self.rows if r.kernel not in changed]
+        if not reasons and steady and all(r.speed.ratio is None for r in steady):
+            # every row unsure before any statistic (no per-call times, a shared GPU, a failed
+            # verdict): the gate judged nothing, and a gate that judged nothing is not a pass
+            whys = sorted({r.speed.why for r in steady if r.speed.why})
+            reasons.append(f"no timing could be compared ({'; '.join(whys)}), so nothing was judged")
         if not reasons:
             return None
         return f"--gemm-compare-fail={100 * self.threshold:g}% against {self.old_label}: " + "; ".join(reasons)
