@@ -6,7 +6,7 @@ import pytest
 
 from pathlib import Path
 
-from .runner import collection, compare, configure, execution, finish, results
+from .runner import collection, compare, compile_precheck, configure, execution, finish, results
 from .runner.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
     gemm_assert_accurate,
     gemm_assert_bit_identical,
@@ -147,6 +147,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
     count = len(visible_gpu_ids())
     return count if count > 1 else None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # type: ignore[no-untyped-def]
+    compile_precheck.configure_node(node)
 
 
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -94,3 +94,42 @@ def test_in_compile_only_mode_a_bad_declaration_fails_with_its_message_not_as_a_
     assert check["check"] == "compile" and check["category"] == "launch_error", check
     assert "one_bad.py:KERNELS" in check["message"] and "bf16" in check["message"], check
     assert all(kernels[k]["checks"] and "bf16" not in kernels[k]["checks"][0]["message"] for k in ("ok", "ok0"))
+
+
+# one_bad.py's ok and ok0, and a CUDA kernel whose entry= the source does not define
+TYPO = '''
+SOURCE = r"""
+extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {}
+"""
+typo = CudaKernel(source=SOURCE, entry="mm_tiled", block=(16, 16), tile=(16, 16), name="typo")
+
+TYPOS = [ok, typo, ok0]
+ONLY = [typo]
+'''
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_a_kernel_that_compiles_for_no_architecture_fails_its_own_tests_and_the_others_run(fake, workers):
+    """issue 43 (3): a wrong entry= (or any compile error) in one kernel of a module costs that
+    kernel only: its tests fail as compile_error with NVRTC's message, the others are tested, the
+    exit status is 1; a run whose only kernel is that one still ends with the message (exit 4)."""
+    pytest.importorskip("cupy")
+    from pytest_gemm.kernels.compiler import GemmToolchainError, _nvrtc
+
+    try:
+        _nvrtc()
+    except (GemmToolchainError, OSError, ImportError) as exc:
+        pytest.skip(f"needs NVRTC to compile offline: {exc}")
+    (fake.path / "typo.py").write_text((HERE / "declarations" / "one_bad.py").read_text() + TYPO)
+    result = fake.runpytest_subprocess("-p", "fakegpu", "-p", "no:cacheprovider", *workers, "--gemm-kernel",
+                                       "typo.py:TYPOS", "--gemm-shapes", "quick", "--gemm-report", "r.json",
+                                       "-k", "exact or launch")
+    assert result.ret == 1, result.stdout.str() + result.stderr.str()
+    kernels = {k["name"]: k for k in json.loads((fake.path / "r.json").read_text())["kernels"]}
+    assert kernels["ok"]["verdict"] == kernels["ok0"]["verdict"] == "passed", kernels
+    typo = kernels["typo"]
+    assert typo["verdict"] == "failed" and typo["primary_category"] == "compile_error", typo
+    assert {c["check"] for c in typo["checks"]} == {"exact", "launch"}, typo["checks"]  # one test per check
+    assert all("typo.py:TYPOS" in c["message"] and "mm_tiled" in c["message"] for c in typo["checks"]), typo
+    alone = fake.runpytest_subprocess("-p", "fakegpu", "--gemm-kernel", "typo.py:ONLY")
+    assert alone.ret == 4 and "mm_tiled" in alone.stderr.str(), alone.stderr.str()

@@ -48,16 +48,26 @@ class BadDeclaration:
     beta_zero: str = "blas"
     arches: Any = None
     builds: tuple[Any, ...] = field(default_factory=tuple)
+    category: str = cat.LAUNCH_ERROR
+    why_not_run: str = "its declaration is wrong"
 
 
 def is_bad(kernel: Any) -> bool:
     return isinstance(kernel, BadDeclaration)
 
 
+def uncompilable(kernel: GemmKernel, message: str) -> BadDeclaration:
+    """A CUDA kernel that compiles for none of the architectures it claims (a wrong ``entry=``,
+    a syntax error): never run, its tests fail with the compiler's message, the others run."""
+    return BadDeclaration(str(kernel.name), message, getattr(kernel, "origin_spec", ("", 0)),
+                          precision=str(getattr(kernel, "precision", "fp32")), category=cat.COMPILE_ERROR,
+                          why_not_run="it compiles for none of the architectures it claims")
+
+
 def refuse(kernel: BadDeclaration) -> NoReturn:
     """Fail the test of a kernel whose declaration is wrong, with its one-line message."""
-    raise GemmCheckFailure(cat.LAUNCH_ERROR, kernel.message,
-                           ["the kernel was not run: its declaration is wrong (the other kernels are tested)"])
+    raise GemmCheckFailure(kernel.category, kernel.message,
+                           [f"the kernel was not run: {kernel.why_not_run} (the other kernels are tested)"])
 
 
 # ---- the child's side: a kernel as data -------------------------------------------------------

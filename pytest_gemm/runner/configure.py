@@ -20,6 +20,7 @@ from .state import STATE, GemmState, is_xdist_worker
 import os
 from ..model.contract import CudaKernel
 from .compare import configure_compare
+from .compile_precheck import first_compiling_arch, mark_uncompilable
 from .trace_options import export_choice
 from .results import ResultCollector
 from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP
@@ -69,34 +70,6 @@ def pin_gpu(config: pytest.Config) -> None:
     pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]
     if st is not None:
         st.pinned, st.gpu_shared = True, gpu_shared
-
-
-def _first_compiling_arch(kernels: list[GemmKernel]) -> None:
-    """Compile user CUDA kernels once, offline, so a kernel that compiles for none of the
-    architectures it claims ends the run with NVRTC's log instead of failing every test.
-    A kernel that compiles for some of them runs: the others are its own compile_error
-    tests. Skipped without NVRTC (the compile checks say so)."""
-    try:
-        # lazy: a test replaces compile_for_arch on its module
-        from ..kernels.compiler import GemmCompileError, GemmToolchainError, compile_for_arch
-    except ImportError:  # pragma: no cover
-        return
-    for k in kernels:
-        if not isinstance(k, CudaKernel):
-            continue
-        first: GemmCompileError | None = None
-        for arch in k.claimed_arches() or ("sm_80",):
-            try:
-                compile_for_arch(k, arch, output="ptx")
-                first = None
-                break
-            except GemmToolchainError:
-                return
-            except GemmCompileError as exc:
-                first = first or exc
-        if first is not None:
-            spec = (getattr(k, "origin_spec", None) or (None,))[0]
-            raise pytest.UsageError(f"--gemm-kernel {spec}: {first}" if spec else str(first))
 
 
 def _grading(config: pytest.Config) -> Any:
@@ -267,10 +240,12 @@ def configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
         if not is_xdist_worker(config) and arches is None:
             try:
-                _first_compiling_arch(kernels)
+                kernels = first_compiling_arch(kernels)
             except pytest.UsageError as exc:
                 _gradescope_failure(config, grading, str(exc))
                 raise
+        elif is_xdist_worker(config):
+            kernels = mark_uncompilable(config, kernels)
     else:
         kernels = []
     # neither given: "auto", full but for kernels that autotune per shape (quick for them, said below)
