@@ -1,5 +1,6 @@
 """BLAS's zero-scalar rules. beta == 0: C is not read (it need not be set on input, and may
-hold NaN or Inf). alpha == 0: A and B are not read, and C = beta*C.
+hold NaN or Inf). alpha == 0: C = beta*C; whether A and B are read there is a note only (BLAS
+documents no rule for them, below).
 
 beta == 0: C is filled with NaN, then +Inf, then -Inf, and the kernel is called with
 alpha = 1, beta = 0: every output must be A@B. A kernel whose epilogue is

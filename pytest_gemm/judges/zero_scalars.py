@@ -6,8 +6,10 @@
   from +Inf or -Inf. A read that maps *every* non-finite value to 0 (``isfinite(c) ? c : 0``)
   computes the BLAS result for every C a caller can hold, so it passes: it cannot be told
   from a kernel that does not read C at all, and it is not wrong.
-- alpha == 0: A and B are not read; C = beta * C. A and B are filled with NaN bytes (0xFF:
-  NaN in fp32, fp16 and bf16); a kernel that computes ``alpha * acc`` gets 0 * NaN = NaN.
+- alpha == 0: C = beta * C. A and B are filled with NaN bytes (0xFF: NaN in fp32, fp16 and
+  bf16); a kernel that computes ``alpha * acc`` gets 0 * NaN = NaN, which shows that A or B was
+  read: a note (``alpha_zero_reads_ab``), not a failure, since BLAS documents no rule for A and B
+  at alpha == 0.
 """
 from __future__ import annotations
 
