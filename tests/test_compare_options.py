@@ -31,6 +31,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("compare")
     (folder / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
     (folder / "not_a_report.json").write_text(json.dumps({"hello": 1}))
+    (folder / "no_name.json").write_text(json.dumps({"kernels": [{"verdict": "passed", "timings": []}]}))
+    (folder / "null_time.json").write_text(json.dumps({"kernels": [{"name": "ok", "timings": [
+        {"shape": [4096, 4096, 4096], "median_ms": 1.0, "times_ms": [1.0, None, 1.0]}]}]}))
     return folder
 
 
@@ -48,6 +51,9 @@ def baseline(folder: Path) -> Path:
     (["--gemm-compare-fail=5%"], "--gemm-compare-fail=5% needs the saved run to compare with: add --gemm-compare"),
     (["--gemm-compare", "missing.json"], "--gemm-compare 'missing.json': cannot read it"),
     (["--gemm-compare", "not_a_report.json"], "--gemm-compare 'not_a_report.json': not a pytest-gemm report"),
+    # edited or corrupt: refused now, not a traceback after the whole run (that lost the run's own report)
+    (["--gemm-compare", "no_name.json"], "--gemm-compare 'no_name.json': not a report a run wrote (kernels[0] has no name)"),
+    (["--gemm-compare", "null_time.json"], "ok: timings[0]: 'times_ms' is not a list of numbers"),
 ])
 def test_bad_values_end_the_run_at_once_echoing_the_value(folder, baseline, args, expected):
     run = _run(folder, *args)
@@ -108,3 +114,19 @@ def test_the_ci_example_saves_a_baseline_on_main_and_gates_pull_requests_on_it()
     assert "pull_request" in fetch["if"]
     gated = [s["run"] for s in steps if "--gemm-compare " in str(s.get("run", ""))]
     assert len(gated) == 1 and "--gemm-compare-fail=5%" in gated[0] and "baseline/report-${{ matrix.gpu }}.json" in gated[0]
+
+
+def test_a_comparison_that_cannot_be_made_costs_neither_the_report_nor_the_summary(folder, baseline, tmp_path):
+    """Whatever goes wrong inside the comparison, the run's own report is written (before it) and
+    the gate fails saying why; the summary still comes. A stand-in compare that raises, through
+    a plugin loaded beside fakegpu."""
+    (tmp_path / "broken_compare.py").write_text(
+        "import pytest_gemm.outputs.compare as c\n"
+        "def boom(*a, **k):\n    raise KeyError('name')\n"
+        "c.compare = boom\n")
+    run = _run(folder, "--gemm-compare", "base.json", "--gemm-compare-fail=2%", "--gemm-report", str(tmp_path / "now.json"),
+               "-p", "broken_compare", speed="1.0", extra_env={"PYTHONPATH": os.pathsep.join(
+                   [str(tmp_path), fakegpu.env(folder)["PYTHONPATH"]])})
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and "the comparison could not be made (KeyError: 'name')" in run.stdout
+    validate(json.loads((tmp_path / "now.json").read_text()))

@@ -49,7 +49,42 @@ def read_report(path: str | Path) -> dict[str, Any]:
     if not isinstance(report, dict) or not isinstance(report.get("kernels"), list):
         raise ValueError(f"--gemm-compare {str(path)!r}: not a pytest-gemm report (no 'kernels' list); give the "
                          "file a run wrote with --gemm-report")
+    problem = malformed(report)
+    if problem:
+        raise ValueError(f"--gemm-compare {str(path)!r}: not a report a run wrote ({problem}); give the file a run "
+                         "wrote with --gemm-report, unedited")
     return report
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def malformed(report: dict[str, Any]) -> str | None:
+    """What in ``report`` the comparison would trip on (any schema version), or None: each kernel
+    an object with a name, each timing an object with a shape of integers, numbers where times are."""
+    if not isinstance(report.get("meta", {}) or {}, dict):
+        return "'meta' is not an object"
+    for i, k in enumerate(report["kernels"]):
+        if not isinstance(k, dict) or not isinstance(k.get("name"), str):
+            return f"kernels[{i}] has no name"
+        timings = k.get("timings") or []
+        if not isinstance(timings, list):
+            return f"{k['name']}: 'timings' is not a list"
+        for j, t in enumerate(timings):
+            where = f"{k['name']}: timings[{j}]"
+            if not isinstance(t, dict):
+                return f"{where} is not an object"
+            shape = t.get("shape")
+            if shape is not None and not (isinstance(shape, list) and all(isinstance(n, int) for n in shape)):
+                return f"{where}: 'shape' is not a list of integers"
+            for key in ("median_ms", "cublas_median_ms"):
+                if t.get(key) is not None and not _number(t[key]):
+                    return f"{where}: {key!r} is not a number"
+            times = t.get("times_ms")
+            if times is not None and not (isinstance(times, list) and all(_number(x) for x in times)):
+                return f"{where}: 'times_ms' is not a list of numbers"
+    return None
 
 
 @dataclass(frozen=True)

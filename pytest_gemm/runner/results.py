@@ -178,9 +178,9 @@ def write_outputs(config: pytest.Config) -> None:
     config.hook.pytest_gemm_report(config=config, report=report)
     add_verdict_properties(config, run)
     add_run_property(config, report["meta"])
-    compare_at_finish(config, report)
-    if path:
+    if path:  # written before the comparison: nothing it does can cost the run its report
         write_json(Path(path), report)
+    compare_at_finish(config, report)
     plot = st.plot
     if plot:
         # lazy: keeps measure.sweep, outputs, outputs.launch_view, outputs.plot, outputs.process_time, outputs.records, outputs.report, outputs.sweep_table, outputs.verdicts out of the plugin's load
