@@ -436,6 +436,22 @@ def test_report_junit_and_gradescope_carry_the_launches():
     assert results["extra_data"]["pytest_gemm"]["launches"]["summary"].startswith("3 launches")
 
 
+def test_gradescope_says_when_the_course_s_own_kernel_rule_went_unchecked():
+    """A course that requires the student's own kernel, on a machine whose trace was skipped: the
+    student's text and extra_data say the rule was not checked (the verdict cannot say more)."""
+    from pytest_gemm.grading.gradescope import build_results
+
+    untraced = [dict(r, launches={"skipped": "no CUPTI: the cupti-python binding could not be imported"})
+                for r in _records()]
+    course = build_results(untraced, own_kernel=True)
+    assert "not traced (no CUPTI: the cupti-python binding could not be imported); the course's own-kernel rule " \
+           "(gemm_own_kernel) was not checked" in course["output"], course["output"]
+    assert course["extra_data"]["pytest_gemm"]["own_kernel_checked"] is False
+    plain = build_results(untraced)
+    assert "was not checked" not in plain["output"] and "own_kernel_checked" not in plain["extra_data"]["pytest_gemm"]
+    assert "was not checked" not in build_results(_records(), own_kernel=True)["output"]  # traced: it was checked
+
+
 # ---- options -------------------------------------------------------------------------------
 
 class _Config:
@@ -454,8 +470,14 @@ def test_trace_options_from_option_ini_and_their_errors():
 
     assert trace_options(_Config({}, {})) == {"trace": "auto", "own_kernel": False, "vendor_kernels": []}
     got = trace_options(_Config({"gemm_vendor_kernel": ["^magma_"]},
-                                {"gemm_trace": "off", "gemm_own_kernel": "true", "gemm_vendor_kernels": ["rocblas"]}))
-    assert got == {"trace": "off", "own_kernel": True, "vendor_kernels": ["^magma_", "rocblas"]}
+                                {"gemm_trace": "on", "gemm_own_kernel": "true", "gemm_vendor_kernels": ["rocblas"]}))
+    assert got == {"trace": "on", "own_kernel": True, "vendor_kernels": ["^magma_", "rocblas"]}
+    assert trace_options(_Config({}, {"gemm_trace": "off", "gemm_own_kernel": "no"}))["own_kernel"] is False
+    # the course's rule is the trace's: both at once is refused, and a mistyped value never means off
+    with pytest.raises(pytest.UsageError, match="drop one of the two"):
+        trace_options(_Config({"gemm_own_kernel": True}, {"gemm_trace": "off"}))
+    with pytest.raises(pytest.UsageError, match="gemm_own_kernel = 'ture': expected true or false"):
+        trace_options(_Config({}, {"gemm_own_kernel": "ture"}))
     with pytest.raises(pytest.UsageError, match="gemm_trace = 'maybe': expected auto, on or off"):
         trace_options(_Config({}, {"gemm_trace": "maybe"}))
     with pytest.raises(pytest.UsageError, match="is not a regular expression"):
@@ -466,10 +488,13 @@ def test_the_course_example_requires_the_student_s_own_kernel(pytester):
     from pathlib import Path
 
     ini = Path(__file__).resolve().parent.parent / "examples" / "course" / "pytest.ini"
-    assert "gemm_own_kernel = true" in ini.read_text()
     pytester.makeini(ini.read_text())
-    result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines(["*--gemm-own-kernel*", "*--gemm-trace*"])
+    # the ini's setting is read and in force: beside it, switching the trace off is refused
+    result = pytester.runpytest_subprocess("--gemm-trace", "off", "--gemm-kernel", "reference_kernels:naive_rows",
+                                           "--gemm-allow-no-gpu", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    assert "the own-kernel rule (gemm_own_kernel, --gemm-own-kernel) is checked by the launch trace" \
+        in result.stderr.str()
 
 
 def test_trace_off_by_option_reaches_the_kernel_processes(monkeypatch):

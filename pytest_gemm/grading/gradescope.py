@@ -227,7 +227,8 @@ def _best_timing(records: Sequence[CheckRecord], kernel: str) -> CheckRecord | N
 
 
 def build_results(records: Any, config: GradingConfig | None = None, *, graded: Sequence[Any] = (),
-                  kernels: Sequence[str] | None = None, execution_time: float | None = None) -> dict[str, Any]:
+                  kernels: Sequence[str] | None = None, execution_time: float | None = None,
+                  own_kernel: bool = False) -> dict[str, Any]:
     """Gradescope's results.json as a dict.
 
     ``records``: the run's ``RunResults`` (or check records to build one from); ``graded``: the
@@ -235,7 +236,8 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
     their check a node id; they may also come among ``records``), one Gradescope test each.
     ``kernels``: the names of the kernels under test, the submission first (default: every
     kernel in the records, in order of appearance); other kernels' records (the reference
-    ladder) are ignored. Each kernel gets one test per check group.
+    ladder) are ignored. Each kernel gets one test per check group. ``own_kernel``: the course
+    requires the student's own kernel (a trace that was skipped then says the rule went unchecked).
     """
     config = config or GradingConfig()
     run = RunResults.build(records)
@@ -296,7 +298,10 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
         if launched is not None:  # what it launched (the launch trace), or why that is not known
             extra["launches"] = launched
             lines.append(f"GPU kernels launched: {launched['summary']} ({launched['check']})" if "summary" in launched
-                         else f"GPU kernels launched: not traced ({launched['skipped']})")
+                         else f"GPU kernels launched: not traced ({launched['skipped']})"
+                         + ("; the course's own-kernel rule (gemm_own_kernel) was not checked" if own_kernel else ""))
+            if own_kernel and "summary" not in launched:
+                extra["own_kernel_checked"] = False
         best = _best_timing(records, submission)
         if best is not None:
             extra["tflops"] = best.facts["timing"].get("tflops")
@@ -328,10 +333,12 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
 
 def write_results(path: str | Path, records: Any, config: GradingConfig | None = None, *,
                   graded: Sequence[Any] = (), kernels: Sequence[str] | None = None,
-                  execution_time: float | None = None, confinement: str | None = None) -> dict[str, Any]:
+                  execution_time: float | None = None, confinement: str | None = None,
+                  own_kernel: bool = False) -> dict[str, Any]:
     """Build the results and write them to ``path`` (parents created); returns them. ``confinement``:
     what the submission's processes ran under (kernels/confine.py), said in the output and extra_data."""
-    result = build_results(records, config, graded=graded, kernels=kernels, execution_time=execution_time)
+    result = build_results(records, config, graded=graded, kernels=kernels, execution_time=execution_time,
+                           own_kernel=own_kernel)
     if confinement is not None:
         result.setdefault("extra_data", {}).setdefault("pytest_gemm", {})["confinement"] = confinement
         result["output"] = (str(result.get("output") or "") + f"\nsubmitted code ran confined by: {confinement}").strip()

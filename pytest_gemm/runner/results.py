@@ -15,6 +15,7 @@ from ..model.categories import FAULT, GemmCheckFailure, is_cuda_error
 from ..grading.config import user_test_record
 from _pytest.junitxml import xml_key
 from .compare import command_line, compare_at_finish, kernel_folders
+from .trace_options import trace_options
 
 
 def _category(excinfo: Any) -> str | None:
@@ -198,4 +199,5 @@ def write_outputs(config: pytest.Config) -> None:
 
         write_results(Path(gradescope), run, st.grading, graded=st.graded,
                       kernels=[str(k.name) for k in st.kernels] if st.user_kernels else None,
-                      execution_time=time.monotonic() - st.started, confinement=st.confinement)
+                      execution_time=time.monotonic() - st.started, confinement=st.confinement,
+                      own_kernel=trace_options(config)["own_kernel"])

@@ -20,6 +20,7 @@ import re
 import os
 
 TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("", "0", "false", "no", "off")
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -47,8 +48,13 @@ def trace_options(config: pytest.Config) -> dict[str, Any]:
     trace = config.getoption("gemm_trace", None) or str(config.getini("gemm_trace") or "").strip().lower() or "auto"
     if trace not in ("auto", "on", "off"):
         raise pytest.UsageError(f"gemm_trace = {trace!r}: expected auto, on or off")
-    own = bool(config.getoption("gemm_own_kernel", None)) or \
-        str(config.getini("gemm_own_kernel") or "").strip().lower() in TRUE_WORDS
+    word = str(config.getini("gemm_own_kernel") or "").strip().lower()
+    if word not in TRUE_WORDS + FALSE_WORDS:  # a mistyped course setting must not mean "off" in silence
+        raise pytest.UsageError(f"gemm_own_kernel = {word!r}: expected true or false")
+    own = bool(config.getoption("gemm_own_kernel", None)) or word in TRUE_WORDS
+    if own and trace == "off":
+        raise pytest.UsageError("the own-kernel rule (gemm_own_kernel, --gemm-own-kernel) is checked by the launch "
+                                "trace, and --gemm-trace off (gemm_trace = off) turns it off: drop one of the two")
     patterns = [*config.getoption("gemm_vendor_kernel", []), *config.getini("gemm_vendor_kernels")]
     for p in patterns:
         try:
