@@ -114,6 +114,11 @@ def test_the_ci_example_saves_a_baseline_on_main_and_gates_pull_requests_on_it()
     assert "pull_request" in fetch["if"]
     gated = [s["run"] for s in steps if "--gemm-compare " in str(s.get("run", ""))]
     assert len(gated) == 1 and "--gemm-compare-fail=5%" in gated[0] and "baseline/report-${{ matrix.gpu }}.json" in gated[0]
+    # the baseline comes from main's latest run that succeeded (a running or failed one saved none),
+    # and a pull request that found none says it was not compared rather than pass ungated in silence
+    (find,) = [s["run"] for s in steps if "gh run list" in str(s.get("run", ""))]
+    assert "--status success" in find and "--branch main" in find
+    assert "::warning::no baseline" in gated[0]
 
 
 def test_a_comparison_that_cannot_be_made_costs_neither_the_report_nor_the_summary(folder, baseline, tmp_path):
