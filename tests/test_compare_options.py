@@ -135,3 +135,13 @@ def test_a_comparison_that_cannot_be_made_costs_neither_the_report_nor_the_summa
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "the comparison could not be made (KeyError: 'name')" in run.stdout
     validate(json.loads((tmp_path / "now.json").read_text()))
+
+
+def test_a_baseline_without_meta_is_named_for_what_it_is_in_the_header(folder, baseline):
+    old = json.loads(baseline.read_text())
+    old.pop("meta")
+    (folder / "nometa.json").write_text(json.dumps(old))
+    run = _run(folder, "--gemm-compare", "nometa.json", "--co", "-v")  # -q and -v: the header's verbosity
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "pytest-gemm: comparing with nometa.json: a report older than schema 3 (no meta block" in run.stdout
+    assert "pytest-gemm: no meta block" not in run.stdout

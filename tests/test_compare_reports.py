@@ -51,6 +51,8 @@ def test_nothing_to_compare_is_not_a_pass(tmp_path):
 def test_a_bad_threshold_or_file_is_refused_with_the_value(tmp_path):
     run = _tool(tmp_path, *_pair(0.0), "--fail", "2")
     assert run.returncode == 2 and "--fail '2': expected a percentage above 0" in run.stderr
+    run = _tool(tmp_path, *_pair(0.0), "--tolerance", "-0.5")  # it printed "--gemm-compare-fail=-50%: passed"
+    assert run.returncode == 2 and "--tolerance -0.5: expected a fraction above 0" in run.stderr
     (tmp_path / "bad.json").write_text("{")
     run = subprocess.run([sys.executable, str(TOOL), str(tmp_path / "bad.json"), str(tmp_path / "bad.json")],
                          capture_output=True, text=True, timeout=120)

@@ -35,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the comparison as JSON here")
     args = parser.parse_args(argv)
     try:
+        if args.tolerance is not None and not 0 < args.tolerance < 10:
+            raise ValueError(f"--tolerance {args.tolerance:g}: expected a fraction above 0, e.g. 0.02 (= --fail 2%)")
         threshold = args.tolerance if args.tolerance is not None else parse_fail(args.fail)
         require_scipy()
         old, new = read_report(args.old), read_report(args.new)

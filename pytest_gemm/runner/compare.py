@@ -86,8 +86,10 @@ def report_header(config: pytest.Config) -> list[str]:
              .removeprefix("pytest-gemm ")]
     options = config.stash.get(COMPARE, None)
     if options is not None:
+        old_meta = options.old.get("meta")
         lines.append(f"pytest-gemm: comparing with {options.path}: "
-                     + short_form(options.old.get("meta")).removeprefix("pytest-gemm "))
+                     + (short_form(old_meta).removeprefix("pytest-gemm ") if old_meta
+                        else "a report older than schema 3 (no meta block: its setup is unknown)"))
     return lines
 
 
