@@ -13,6 +13,7 @@ message and every other kernel of the run is tested (``load_spec(..., each=True)
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -28,6 +29,7 @@ from ..model.categories import GemmCheckFailure
 from ..model.declaration import GemmSpecError
 from ..model.declaration import grid_takes_device
 from .autotune import autotunes, tuning_allowance
+from .submitted_source import include_problem, option_problem
 from . import confine
 
 DECLARE_TIMEOUT = 120.0  # seconds to start the child and import the submission's modules
@@ -142,23 +144,38 @@ def _launcher_stub(takes_alpha_beta: bool) -> Any:
     return launcher
 
 
-def rebuild(d: dict[str, Any]) -> GemmKernel | BadDeclaration:
+def _compiled_here(kernel: CudaKernel, folder: Path) -> CudaKernel:
+    """``kernel`` as the judging process may give it to NVRTC (kernels/submitted_source.py): CUDA C
+    that arrived as text, options that touch no file, includes resolved in ``folder`` only."""
+    if kernel.source_path() is not None:
+        raise GemmSpecError("its source arrived as a file path, not as CUDA C text")
+    problem = option_problem(kernel.options) or include_problem(kernel.source, folder)
+    if problem:
+        raise GemmSpecError(problem)
+    return dataclasses.replace(kernel, options=(*kernel.options, "--no-source-include", f"-I{folder}"),
+                               origin=folder)
+
+
+def rebuild(d: dict[str, Any], folder: Path | None = None) -> GemmKernel | BadDeclaration:
     """A kernel from :func:`describe`'s data, validated again here; what does not make a valid
-    declaration (the child is untrusted: its data may be anything) is a BadDeclaration."""
+    declaration (the child is untrusted: its data may be anything) is a BadDeclaration. ``folder``:
+    the submission's own folder, where its CUDA C's includes may resolve (the judging process
+    compiles it: ``_compiled_here``)."""
     origin = tuple(d.get("origin_spec") or ("", 0))
     origin = (str(origin[0]), int(origin[1]))
     name = str(d.get("name") or "kernel")
     if d.get("kind") == "bad":
         return BadDeclaration(name, str(d.get("message") or "a wrong declaration"), origin)
     try:
+        here = (lambda k: k) if folder is None else (lambda k: _compiled_here(k, folder))
         if d.get("kind") == "cuda":
-            kernel: Any = _rebuild_cuda(d)
+            kernel: Any = here(_rebuild_cuda(d))
         elif d.get("kind") == "python":
             kernel = PyKernel(_launcher_stub(bool(d.get("takes_alpha_beta"))), precision=str(d["precision"]),
                               min_cc=tuple(d["min_cc"]), multiple_of=tuple(d["multiple_of"]), name=name,
                               deterministic=bool(d.get("deterministic", True)), beta_zero=str(d.get("beta_zero", "blas")),
                               arches=None if d.get("arches") is None else tuple(d["arches"]),
-                              builds=tuple(_rebuild_cuda(b) for b in d.get("builds") or ()))
+                              builds=tuple(here(_rebuild_cuda(b)) for b in d.get("builds") or ()))
             kernel.declared_tuning = (bool(d.get("autotunes")), float(d.get("tuning_allowance") or 0.0))
         else:
             raise GemmSpecError(f"unknown kind of kernel {d.get('kind')!r}")
@@ -228,7 +245,8 @@ def read_in_child(spec: str, rootdir: Path, timeout: float = DECLARE_TIMEOUT) ->
         raise GemmSpecError(f"--gemm-kernel {spec!r}: its process answered something that is not a declaration")
     if answer.get("error"):
         raise GemmSpecError(str(answer["error"]))
-    kernels = [rebuild(d) if isinstance(d, dict) else BadDeclaration("kernel", f"--gemm-kernel {spec!r}: not a declaration")
+    kernels = [rebuild(d, folder) if isinstance(d, dict) else
+               BadDeclaration("kernel", f"--gemm-kernel {spec!r}: not a declaration")
                for d in answer.get("kernels") or []]
     for index, k in enumerate(kernels):
         k.origin_spec = (spec, index)  # the spec as given: how its sandbox process finds it again
