@@ -6,7 +6,8 @@ function, an attribute set at first call, a method, a wrapper from another packa
 
 - Child side (``checks/sandbox_child.py``): while a check runs, ``watching`` samples the main
   thread's Python stack every ``SAMPLE_S`` (``sys._current_frames``) and ``classify`` names
-  the warm-up its frames show, by their modules (``PATTERNS``). It sends ``{"event":
+  the warm-up its frames show, by their modules (``PATTERNS``); with no such frame, a compiler
+  running as a child process is one too (``compiling_child``, ``COMPILER_PROCESSES``). It sends ``{"event":
   "warmup", "what", "seconds"}`` when one starts and every ``REPORT_S`` while it lasts, and
   ``{"event": "warmup_end"}`` when the stack leaves it; the reply carries ``warmup_s``.
 - Parent side (``checks/sandbox.py``): ``WarmupClock`` stops the check's clock while the child
@@ -65,6 +66,14 @@ PATTERNS: tuple[tuple[str, frozenset[str] | None, str], ...] = (
 
 Frame = tuple[str, str]  # (module name, function name)
 
+# A compiler the kernel's process runs as a child (a launcher that calls nvcc itself, a torch
+# extension's ninja, Triton's ptxas): seen by the process's name in /proc, whatever Python (or
+# compiled code, which leaves no frame: cuda.core's NVRTC binding) started it.
+COMPILER_PROCESSES = frozenset({"nvcc", "cicc", "ptxas", "nvlink", "fatbinary", "cudafe++", "nvdisasm", "ninja",
+                                "make", "cmake", "cc", "c++", "gcc", "g++", "clang", "clang++", "cc1", "cc1plus",
+                                "ld", "collect2", "as", "hipcc"})
+_CHILD_DEPTH = 4  # ninja -> nvcc -> cicc: how deep a process's children are looked at
+
 
 def _label(frame: Frame) -> str | None:
     module, function = frame
@@ -82,6 +91,41 @@ def classify(frames: Sequence[Frame]) -> str | None:
     if not labels:
         return None
     return labels[0] if labels[-1] == labels[0] else f"{labels[0]} ({labels[-1]})"
+
+
+def _children(pid: str) -> list[str]:
+    found: list[str] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                found += fh.read().split()
+        except OSError:
+            continue
+    return found
+
+
+def compiling_child(pid: int | None = None) -> str | None:
+    """``"compiling (nvcc)"`` while a compiler (``COMPILER_PROCESSES``, by its process name) runs
+    among this process's children and theirs, else None (and None where /proc has no children
+    lists: not Linux)."""
+    level = [str(os.getpid() if pid is None else pid)]
+    for _ in range(_CHILD_DEPTH):
+        level = [child for parent in level for child in _children(parent)]
+        for child in level:
+            try:
+                with open(f"/proc/{child}/comm") as fh:
+                    name = fh.read().strip()
+            except OSError:
+                continue
+            if name in COMPILER_PROCESSES:
+                return f"compiling ({name})"
+        if not level:
+            break
+    return None
 
 
 def stack(frame: Any) -> list[Frame]:
@@ -106,6 +150,8 @@ class Watch:
         frame = sys._current_frames().get(self.thread_id)
         what = classify(stack(frame)) if frame is not None else None
         del frame
+        if what is None:
+            what = compiling_child()
         last, self.last = self.last, now
         if what is not None:
             if self.what is None:  # since the previous sample: a compile holding the GIL delays this one
@@ -218,5 +264,5 @@ class WarmupClock:
                           "timeout)")
 
 
-__all__ = ["PATTERNS", "classify", "stack", "watching", "Watch", "WarmupClock", "WarmupTimeout", "budget_s",
+__all__ = ["PATTERNS", "COMPILER_PROCESSES", "classify", "compiling_child", "stack", "watching", "Watch", "WarmupClock", "WarmupTimeout", "budget_s",
            "BUDGET_ENV", "DEFAULT_BUDGET_S"]
