@@ -32,6 +32,7 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -321,9 +322,30 @@ def unreadable(folder: Path, level: str | None = None) -> str | None:
         mode = folder.stat().st_mode
     except OSError as exc:
         return f"{folder} cannot be read: {exc}"
-    if mode & 0o005 != 0o005:
-        return (f"{folder} is closed to the sandbox's user (submitted code runs as uid {sandbox_uid()}, not root): "
+    closed = folder if mode & 0o005 != 0o005 else _closed_inside(folder)
+    if closed is not None:
+        return (f"{closed} is closed to the sandbox's user (submitted code runs as uid {sandbox_uid()}, not root): "
                 f"chmod -R o+rX {folder}")
+    return None
+
+
+def _closed_inside(folder: Path, limit: int = 5000) -> Path | None:
+    """The first file (not readable by others) or folder (not readable and searchable by others)
+    under ``folder``: an unzipped submission often has files of mode 0600."""
+    seen = 0
+    for top, dirs, files in os.walk(folder):
+        for name in [*dirs, *files]:
+            seen += 1
+            path = Path(top) / name
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            wanted = 0o005 if stat.S_ISDIR(st.st_mode) else 0o004
+            if not stat.S_ISLNK(st.st_mode) and st.st_mode & wanted != wanted:
+                return path
+            if seen >= limit:
+                return None
     return None
 
 
