@@ -85,6 +85,7 @@ def _grade(tmp_path: Path, subs: Path, level: str, port: int) -> dict[str, list[
                            "-k", "exact or launch", "--gemm-confine", level],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert f"submitted code ran confined by: {level} (" in done.stdout, done.stdout[-2000:]  # the gradebook says so
     with out.open() as fh:
         return {row[0]: row for row in csv.reader(fh)}
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .classrun import StudentGrading, cpu_cores, default_jobs, grade_all
-from .gradebook_files import check_columns, clip, summary_table, write_csv, write_json
+from .gradebook_files import check_columns, clip, confinements, summary_table, write_csv, write_json
 from .config import GradingConfig
 from .students import DEFAULT_TIMEOUT, StudentResult, load_grading_config
 from .submissions import find_submissions
@@ -217,18 +217,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                             ini=ini, extra_args=extra, jobs=jobs, log_dir=log_dir,
                             progress=progress, share_measurements=not args.measure_each)
     columns = check_columns(results, config)
+    confined = confinements(results)
     write_csv(Path(args.out), results, columns)
     if args.json:
         write_json(Path(args.json), results, {
             "submissions_dir": str(root.resolve()), "attr": args.attr, "timeout_s": args.timeout,
             "check_timeout_s": args.check_timeout, "ini": str(ini) if ini else None, "pytest_args": extra,
             "measurements": "each run" if args.measure_each else "once per GPU for the class", "jobs": jobs,
-            "scheduler": args.scheduler, "columns": columns})
+            "scheduler": args.scheduler, "confinement": confined, "columns": columns})
     print()
     print(summary_table(results))
     print(f"\ngradebook: {args.out}" + (f", {args.json}" if args.json else "")
           + f" ({len(results)} students, " + ", ".join(f"{n} {s}" for s, n in Counter(r.status for r in results).items())
-          + f"; {time.monotonic() - started:.1f} s {where})")
+          + f"; {time.monotonic() - started:.1f} s {where})"
+          + ("\nsubmitted code ran confined by: " + ", ".join(f"{level} ({n} students)" for level, n in confined.items())
+             if confined else ""))
     return 0
 
 

@@ -43,6 +43,17 @@ def write_json(path: Path, results: Sequence[StudentResult], meta: dict[str, Any
     path.write_text(json.dumps(body, indent=2, default=str))
 
 
+def confinements(results: Sequence[StudentResult]) -> dict[str, int]:
+    """What the students' submitted code ran under (kernels/confine.py), with how many students
+    each: from their Gradescope results (none for a student whose run wrote none)."""
+    found: dict[str, int] = {}
+    for r in results:
+        level = ((r.results or {}).get("extra_data") or {}).get("pytest_gemm", {}).get("confinement")
+        if level:
+            found[str(level)] = found.get(str(level), 0) + 1
+    return found
+
+
 def clip(text: str, limit: int = 160) -> str:
     """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis."""
     text = " ".join(text.split())
