@@ -168,6 +168,45 @@ def test_workers_that_die_mid_student_lose_no_student_and_count_none_twice(tmp_p
     assert not [who for what, who, _ in log if what == "done" and who == "killer"]
 
 
+def _blind_here() -> None:
+    """Run on one worker: it no longer sees any submission (a worker that joined without the shared folder)."""
+    from pytest_gemm.grading import dask_scheduler
+
+    dask_scheduler._can_see = lambda path: False
+
+
+def _steady_runner(cmd, *, cwd, timeout, env):
+    Path(cmd[2]).write_text(json.dumps(_results(40)))
+    return RunOutcome(0, False, "", 0.1)
+
+
+def test_a_worker_that_cannot_see_the_submissions_hands_its_students_to_the_others(tmp_path, monkeypatch, capsys):
+    """A worker that joins later without the shared folder (cluster.adapt) cost the whole class: the
+    gradebook stopped and wrote no file. Its students are graded on the other workers, each once."""
+    distributed = _distributed()
+    from pytest_gemm.grading.dask_scheduler import close_quietly, grade_all_dask
+
+    names = [f"s{i}" for i in range(8)]
+    for name in names:
+        (tmp_path / f"{name}.py").write_text("")
+    subs = [Submission(name, tmp_path / f"{name}.py") for name in names]
+    grading = StudentGrading.of_class(runner=_steady_runner, command_builder=_builder)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"GPU": 1},
+                                       memory_limit=0, dashboard_address=None, silence_logs=50)
+    try:
+        with distributed.Client(cluster) as client:
+            blind = sorted(client.scheduler_info()["workers"])[0]
+            client.run(_blind_here, workers=[blind])
+            rows = grade_all_dask(subs, grading, client=client)
+    finally:
+        close_quietly(cluster)
+    assert [r.student for r in rows] == names and all(r.status == GRADED and r.score == 40 for r in rows), rows
+    err = capsys.readouterr().err
+    assert f"is not on Dask worker {blind}" in err and "its students go to the other workers" in err, err
+    assert err.count("its students go to the other workers") == 1  # said once per worker
+
+
 def test_without_dask_the_gradebook_says_how_to_install_it_and_the_local_pool_never_imports_it(tmp_path,
                                                                                              monkeypatch, capsys):
     from pytest_gemm.grading import gradebook

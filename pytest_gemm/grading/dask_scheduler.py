@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -55,6 +56,23 @@ WORKER_WAIT_S = 1800.0      # how long to wait for a first worker with GPU slots
 class DaskProblem(RuntimeError):
     """Dask cannot grade this class (not installed, no scheduler, workers that cannot see the
     submissions): the message says what to do."""
+
+
+class WorkerCannotSee(DaskProblem):
+    """A worker (one that joined after the check, ``cluster.adapt``) cannot see a submission:
+    its students go to the other workers."""
+
+    def __init__(self, message: str, worker: str):
+        super().__init__(message, worker)  # both in args: it crosses from the worker pickled
+        self.worker = worker
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _can_see(path: Path) -> bool:
+    """Does this worker see ``path`` (a test replaces it on one worker)?"""
+    return path.exists()
 
 
 def _distributed() -> Any:
@@ -182,9 +200,10 @@ def grade_task(sub: Submission, grading: StudentGrading, env: dict[str, str] | N
     """One student, on a Dask worker: the local pool's per-student call on one of the worker's
     GPUs. ``env``: the students' environment sent by a gradebook on this machine (its own
     ``LocalCluster``), else None: the worker's own (``worker_env``)."""
-    if sub.kernel_file is not None and not sub.kernel_file.exists():
-        raise DaskProblem(f"{sub.kernel_file} is not on Dask worker {_worker_address()}: put the submissions at the "
-                          "same path on every worker (a shared filesystem)")
+    if sub.kernel_file is not None and not _can_see(sub.kernel_file):
+        worker = _worker_address()
+        raise WorkerCannotSee(f"{sub.kernel_file} is not on Dask worker {worker}: put the submissions at the "
+                              "same path on every worker (a shared filesystem)", worker)
     if env is None:
         env = worker_env(dict(os.environ), token, share, _worker_slots(), cpu_cores())
     slots = _worker_gpus()
@@ -236,9 +255,19 @@ def grade_all_dask(submissions: Sequence[Submission], grading: StudentGrading, *
     killed: dict[int, int] = {}   # student -> worker deaths while grading it beside the others
     gave_up: set[int] = set()     # students that killed workers alone too
 
+    blind: set[str] = set()       # workers that cannot see the submissions: none of their students
+
     def submit(i: int, suffix: str = "") -> Any:
+        where: dict[str, Any] = {}
+        if blind:
+            seeing = [w for w in client.scheduler_info().get("workers", {}) if w not in blind]
+            if not seeing:
+                raise DaskProblem(f"no Dask worker left that sees the submissions (not {', '.join(sorted(blind))}): "
+                                  "put them at the same path on every worker (a shared filesystem)")
+            where = {"workers": seeing, "allow_other_workers": False}
         return client.submit(grade_task, submissions[i], grading, env, token, share_measurements,
-                             key=f"gemm-grade-{token}-{i}{suffix}", resources={RESOURCE: 1}, pure=False)
+                             key=f"gemm-grade-{token}-{i}{suffix}-{len(blind)}", resources={RESOURCE: 1}, pure=False,
+                             **where)
 
     def report(result: StudentResult) -> None:
         if progress is not None and not harness_failed(result):
@@ -271,6 +300,12 @@ def grade_all_dask(submissions: Sequence[Submission], grading: StudentGrading, *
                     results[i] = fut.result()
                 except KilledWorker as exc:
                     killed[i] = _deaths(exc)
+                    continue
+                except WorkerCannotSee as exc:  # a worker that joined late without the shared folder
+                    if exc.worker not in blind:
+                        blind.add(exc.worker)
+                        print(f"gradebook: {exc}; its students go to the other workers", file=sys.stderr, flush=True)
+                    todo.append(i)  # graded again, elsewhere: once
                     continue
                 finally:
                     fut.release()
