@@ -63,9 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="draw the ranking to PATH (e.g. ranking.png): bars of TFLOP/s at the benchmark shape, or "
                          "lines over the --gemm-sweep sizes; needs matplotlib: pip install 'pytest-gemm[plot]'")
     group.addoption("--gemm-timeout", type=float, default=None, metavar="SECONDS",
-                    help="kill a check that runs longer than this and report it as a timeout (default: 20 s plus "
-                         "1 s per 5 GFLOP the check's shape needs; start-up and compiling are bounded apart; after "
-                         "a kernel's first timeout its later checks get a short budget)")
+                    help="kill a check that runs longer than this and report it as a timeout (default: "
+                         f"{execution.DEFAULT_TIMEOUT_TEXT} the check's shape needs; start-up and compiling are "
+                         "bounded apart; after a kernel's first timeout its later checks get a short budget)")
     group.addoption("--gemm-shapes", choices=("quick", "full"), default=None,
                     help="full (default): every shape of every check; quick: a small representative set per check "
                          "(for kernels that compile or autotune per shape, and fast iteration); ini key gemm_shapes")

@@ -25,4 +25,10 @@ def test_a_closed_folder_or_file_inside_it_is_named_with_the_chmod_that_opens_it
     (sub / "src" / "matmul.cu").chmod(0o644)
     (sub / "src").chmod(0o750)  # a folder others cannot search
     assert str(sub / "src") in (confine.unreadable(sub, "bubblewrap") or "")
+    (sub / "src").chmod(0o755)
     assert confine.unreadable(sub, "landlock") is None  # the sandbox runs as the grader there: nothing to open
+    (sub / "scratch").mkdir(mode=0o700)  # not the submission's code (a grader's temporary files): not looked at
+    (sub / "scratch" / "log.txt").write_text("")
+    (sub / ".git").mkdir(mode=0o700)
+    (sub / ".git" / "config.json").write_text("{}")
+    assert confine.unreadable(sub, "bubblewrap") is None

@@ -329,23 +329,34 @@ def unreadable(folder: Path, level: str | None = None) -> str | None:
     return None
 
 
+SOURCE_SUFFIXES = frozenset({".py", ".cu", ".cuh", ".h", ".hpp", ".hh", ".c", ".cc", ".cpp", ".cxx", ".ptx", ".json"})
+
+
 def _closed_inside(folder: Path, limit: int = 5000) -> Path | None:
-    """The first file (not readable by others) or folder (not readable and searchable by others)
-    under ``folder``: an unzipped submission often has files of mode 0600."""
+    """The first source file under ``folder`` (``SOURCE_SUFFIXES``) that others cannot read, or a
+    folder on its way that others cannot search: an unzipped submission's files are often of
+    mode 0600. Hidden folders and whatever else lies there (a grader's own temporary files) are
+    not the submission's code and are not looked at."""
     seen = 0
     for top, dirs, files in os.walk(folder):
-        for name in [*dirs, *files]:
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        for name in files:
             seen += 1
+            if seen > limit:
+                return None
             path = Path(top) / name
+            if path.suffix not in SOURCE_SUFFIXES:
+                continue
             try:
                 st = path.lstat()
             except OSError:
                 continue
-            wanted = 0o005 if stat.S_ISDIR(st.st_mode) else 0o004
-            if not stat.S_ISLNK(st.st_mode) and st.st_mode & wanted != wanted:
+            if not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o004 != 0o004:
                 return path
-            if seen >= limit:
-                return None
+            for parent in [*path.relative_to(folder).parents][:-1][::-1]:  # the folders on its way
+                where = folder / parent
+                if where.stat().st_mode & 0o005 != 0o005:
+                    return where
     return None
 
 

@@ -45,6 +45,7 @@ MAX_LIVE_SANDBOXES = 4               # kernel processes one worker keeps alive
 MAX_PROCESSES_ENV = "PYTEST_GEMM_MAX_PROCESSES"
 DEFAULT_TIMEOUT_S = 20.0             # a check's timeout at a small shape (start-up not included)
 DEFAULT_RATE_FLOPS = 5e9             # plus the time its product takes at 5 GFLOP/s
+DEFAULT_TIMEOUT_TEXT = f"{DEFAULT_TIMEOUT_S:g} s plus 1 s per {DEFAULT_RATE_FLOPS / 1e9:g} GFLOP"  # --help, messages
 
 
 def check_timeout(st: GemmState, shape: tuple[int, int, int], params: dict[str, Any] | None = None) -> float:
@@ -312,7 +313,7 @@ def _timeout_source(st: GemmState, params: dict[str, Any]) -> str:
         return "--gemm-timeout"
     if params.get("shapes"):
         return "the sweep's default: 60 s, plus 30 s and 10 s per TFLOP for each size; see --gemm-timeout"
-    return "the default: 20 s plus 1 s per 5 GFLOP; see --gemm-timeout"
+    return f"the default: {DEFAULT_TIMEOUT_TEXT}; see --gemm-timeout"
 
 
 def _run_here(kernel: GemmKernel, check: str, shape: tuple[int, int, int], params: dict[str, Any],
