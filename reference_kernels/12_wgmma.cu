@@ -41,7 +41,7 @@
 //     H200 (2026-12-02, the suite's speed check, cuBLAS of the same precision in the same test):
 //     4096^3 0.964 -> 1.004 of cuBLAS fp16 and 0.966 -> 1.001 bf16; 8192^3 0.995 -> 1.006 fp16
 //     and 0.993 -> 1.009 bf16; in a later ladder run 0.997 / 1.002 at 4096^3: level with cuBLAS,
-//     within its run-to-run spread (reference_kernels/NOTES.md, "TMA-store epilogue").
+//     within its run-to-run spread (bench/NOTES.md, "TMA-store epilogue").
 //
 // Shared memory layouts (both are what TMA's 128-byte swizzle writes and what wgmma's 128-byte
 // swizzle mode reads; every stage buffer is 1024-byte aligned, the swizzle pattern's period):

@@ -125,9 +125,7 @@ _RUNG_ATTRS = [name for name, v in dict(globals()).items() if isinstance(v, Cuda
                 _wgmma.main_kernel("fp16", **_wgmma.ONE_WAVE_BUILD)))
 def wgmma_fp16(a: Any, b: Any, c: Any) -> None:
     """12_wgmma.cu, fp16 in, fp32 out (TMA + wgmma; a tiled tail path where TMA cannot go)."""
-    from .wgmma import launch
-
-    launch("fp16", a, b, c)
+    _wgmma.launch("fp16", a, b, c)
 
 
 @kernel(precision="bf16", min_cc=(9, 0), arches=("sm_90a",), name="wgmma-bf16",
@@ -135,9 +133,7 @@ def wgmma_fp16(a: Any, b: Any, c: Any) -> None:
                 _wgmma.main_kernel("bf16", **_wgmma.ONE_WAVE_BUILD)))
 def wgmma_bf16(a: Any, b: Any, c: Any) -> None:
     """12_wgmma.cu, bf16 in (uint16 bit patterns), fp32 out."""
-    from .wgmma import launch
-
-    launch("bf16", a, b, c)
+    _wgmma.launch("bf16", a, b, c)
 
 
 #: The Hopper rungs: Python launchers of sm_90a code, skipped on any other device.
