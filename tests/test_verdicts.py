@@ -373,9 +373,6 @@ def test_the_verdict_s_lists_of_checks_are_the_registry_s():
     from pytest_gemm.checks import registry
     from pytest_gemm.outputs import verdicts
 
-    assert verdicts._CHECK_ORDER == tuple(c.name for c in registry.CHECKS)
-    assert verdicts._CORRECTNESS == tuple(c.name for c in registry.CHECKS if c.judges_values)
-    assert verdicts.TIMED_CHECKS == tuple(c.name for c in registry.CHECKS if c.timed)
     names = set(registry.BY_NAME)
     typed = [node.lineno for node in ast.walk(ast.parse(Path(verdicts.__file__).read_text()))
              if isinstance(node, (ast.Tuple, ast.List, ast.Set))
