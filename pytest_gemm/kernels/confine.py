@@ -259,6 +259,22 @@ def _open_to_sandbox(files: Sequence[str]) -> None:
             pass
 
 
+_SCRATCH_POINT: list[str] = []
+
+
+def _scratch_point() -> str:
+    """The empty folder each Landlock child mounts its own scratch tmpfs on, inside its own mount
+    namespace: one per process that starts children, removed when it ends (a folder per child was
+    left behind by each: 1,890 in this machine's /tmp)."""
+    if not _SCRATCH_POINT or not os.path.isdir(_SCRATCH_POINT[0]):
+        point = tempfile.mkdtemp(prefix="pytest-gemm-scratch-")
+        os.chmod(point, 0o777)
+        if not _SCRATCH_POINT:
+            atexit.register(lambda: _SCRATCH_POINT and shutil.rmtree(_SCRATCH_POINT[0], ignore_errors=True))
+        _SCRATCH_POINT[:] = [point]
+    return _SCRATCH_POINT[0]
+
+
 def command(cmd: Sequence[str], *, readable: Sequence[Path | str], chdir: Path, files: Sequence[str] = (),
             level: str | None = None, caches: str | None = None) -> list[str]:
     """``cmd`` wrapped in the active confinement (unchanged with ``none``): it may read
@@ -273,8 +289,7 @@ def command(cmd: Sequence[str], *, readable: Sequence[Path | str], chdir: Path, 
     own = [caches] if caches and os.path.isdir(caches) else []
     if level == "bubblewrap":
         return _bubblewrap(cmd, ro, files + own, chdir, cache_env(caches if own else None))
-    scratch = tempfile.mkdtemp(prefix="pytest-gemm-scratch-")
-    os.chmod(scratch, 0o777)
+    scratch = _scratch_point()
     plan = {"read": sorted(set(ro + [p for p in SYSTEM_RO if os.path.exists(p)])), "write": [scratch, *own],
             "files": files, "devices": sorted(glob.glob("/dev/nvidia*")) + list(DEVICES),
             "scratch": scratch, "scratch_bytes": scratch_bytes(), "chdir": str(chdir),
