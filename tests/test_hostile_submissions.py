@@ -48,10 +48,21 @@ def _submissions(root: Path, hostile: bool) -> Path:
 
 
 def _server() -> tuple[int, list[bytes]]:
-    """A server on 127.0.0.1 that keeps what it is sent."""
+    """A server on 127.0.0.1 that keeps what it is sent, by TCP and by UDP on the same port."""
     got: list[bytes] = []
     srv = socket.create_server(("127.0.0.1", 0))
     srv.settimeout(1)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", srv.getsockname()[1]))
+    udp.settimeout(1)
+
+    def datagrams() -> None:
+        for _ in range(600):
+            try:
+                got.append(udp.recv(100))
+            except OSError:
+                continue
+    threading.Thread(target=datagrams, daemon=True).start()
 
     def serve() -> None:
         for _ in range(600):

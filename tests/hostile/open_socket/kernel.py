@@ -14,6 +14,11 @@ try:
         SUCCEEDED = True
 except OSError:
     pass
+try:  # UDP: whether it arrived, only the grader's listener on the same port can tell (the test asks it)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(b"hello by UDP from a submission", ("127.0.0.1", int(os.environ.get("GEMM_HOSTILE_PORT", "9"))))
+except OSError:
+    pass
 
 
 @kernel(name="ok" if SUCCEEDED else "wrong")
