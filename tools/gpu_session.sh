@@ -244,8 +244,15 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       if [ "${CLASS_SCHEDULER:-local}" = dask ]; then
         # Dask distributed and what it needs beyond the machine's packages, installed apart from them
         if ! python3 -c "import distributed" 2>/dev/null && compgen -G ".whl/distributed-*.whl" > /dev/null; then
+          # distributed's other requirements, from .whl/ only where the machine lacks them (its own stay first)
+          lacks=()
+          for pair in click:click msgpack:msgpack psutil:psutil sortedcontainers:sortedcontainers yaml:pyyaml \
+                      jinja2:jinja2 markupsafe:markupsafe fsspec:fsspec packaging:packaging; do
+            python3 -c "import ${pair%%:*}" 2>/dev/null || lacks+=($(compgen -G ".whl/${pair#*:}-*.whl"))
+          done
           install_apart /tmp/gemm-dask-site .whl/dask-*.whl .whl/distributed-*.whl .whl/tblib-*.whl .whl/zict-*.whl \
-            .whl/tornado-*.whl .whl/locket-*.whl .whl/partd-*.whl .whl/cloudpickle-*.whl .whl/toolz-*.whl 2>&1 | tail -2
+            .whl/tornado-*.whl .whl/locket-*.whl .whl/partd-*.whl .whl/cloudpickle-*.whl .whl/toolz-*.whl \
+            "${lacks[@]}" 2>&1 | tail -2
           export PYTHONPATH="/tmp/gemm-dask-site${PYTHONPATH:+:$PYTHONPATH}"
         fi
         python3 -c "import distributed; print('dask: distributed', distributed.__version__)" 2>&1 | tail -1
