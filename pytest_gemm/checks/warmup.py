@@ -264,5 +264,5 @@ class WarmupClock:
                           "timeout)")
 
 
-__all__ = ["PATTERNS", "COMPILER_PROCESSES", "classify", "compiling_child", "stack", "watching", "Watch", "WarmupClock", "WarmupTimeout", "budget_s",
-           "BUDGET_ENV", "DEFAULT_BUDGET_S"]
+__all__ = ["PATTERNS", "COMPILER_PROCESSES", "classify", "compiling_child", "stack", "watching", "Watch",
+           "WarmupClock", "WarmupTimeout", "budget_s", "BUDGET_ENV", "DEFAULT_BUDGET_S"]

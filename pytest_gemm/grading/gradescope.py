@@ -25,7 +25,7 @@ from ..outputs.records import CheckRecord, RunResults, as_records
 from ..outputs.verdicts import BLAS_ZERO_RULES, UNTRUSTED_TIMING
 from .config import CHECKS, VISIBILITIES, GradingConfig
 from ..outputs.process_time import time_summary
-from ..outputs.launch_view import kernel_launches
+from ..outputs.launch_view import OWN_KERNEL_UNCHECKED, kernel_launches
 
 SCHEMA_VERSION = 2  # 2: verdict, primary_category and diagnosis in extra_data
 _MAX_MESSAGE_LINES = 6
@@ -297,11 +297,13 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
         launched = kernel_launches(result_of) if result_of is not None else None
         if launched is not None:  # what it launched (the launch trace), or why that is not known
             extra["launches"] = launched
-            lines.append(f"GPU kernels launched: {launched['summary']} ({launched['check']})" if "summary" in launched
-                         else f"GPU kernels launched: not traced ({launched['skipped']})"
-                         + ("; the course's own-kernel rule (gemm_own_kernel) was not checked" if own_kernel else ""))
-            if own_kernel and "summary" not in launched:
-                extra["own_kernel_checked"] = False
+            if "summary" in launched:
+                lines.append(f"GPU kernels launched: {launched['summary']} ({launched['check']})")
+            else:
+                lines.append(f"GPU kernels launched: not traced ({launched['skipped']})"
+                             + (f"; {OWN_KERNEL_UNCHECKED}" if own_kernel else ""))
+                if own_kernel:
+                    extra["own_kernel_checked"] = False
         best = _best_timing(records, submission)
         if best is not None:
             extra["tflops"] = best.facts["timing"].get("tflops")

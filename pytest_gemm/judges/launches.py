@@ -261,9 +261,9 @@ def kernel_rate_escape(calls: Sequence[CallWindow], launches: Sequence[Launch], 
     if not timed or roof_tflops <= 0 or flops <= 0 or any(not mine.get(c.index) for c in timed):
         return None
     kernel_ms = statistics.median(call_kernel_ms(timed, launches))
-    if kernel_ms <= 0 or flops / (kernel_ms * 1e9) <= margin * roof_tflops:
+    rate = flops / (kernel_ms * 1e9) if kernel_ms > 0 else 0.0
+    if rate <= margin * roof_tflops:
         return None
-    rate = flops / (kernel_ms * 1e9)
     names = summary_line(group(x for c in timed for x in mine.get(c.index, [])))
     return (f"the kernels of a timed call ran {kernel_ms:.4f} ms on the GPU (median of {len(timed)} calls): "
             f"{rate:.1f} TFLOP/s, faster than this GPU's {basis} roof ({roof_tflops:.1f} TFLOP/s), so they did "

@@ -37,6 +37,10 @@ def kernel_launches(result: KernelResult) -> dict[str, Any] | None:
     return {"skipped": str(skipped["skipped"])} if skipped else None
 
 
+#: Said wherever a skipped trace leaves a course's own-kernel rule unjudged (terminal, Gradescope).
+OWN_KERNEL_UNCHECKED = "the course's own-kernel rule (gemm_own_kernel) was not checked"
+
+
 def launch_lines(records: Any, own_kernel: bool = False) -> list[str]:
     """One line per kernel under test: ``mine (launch 64x64x64): 3 launches: my_kernel<128,128> x2,
     splitk_reduce x1``; a trace skipped everywhere is said once, with its reason."""
@@ -53,7 +57,7 @@ def launch_lines(records: Any, own_kernel: bool = False) -> list[str]:
         lines.append(f"{name} ({launches['check']}): {launches.get('summary')}")
     for reason in dict.fromkeys(skipped):
         lines.append(f"launch trace skipped: {reason}"
-                     + ("; the course's own-kernel rule (gemm_own_kernel) was not checked" if own_kernel else ""))
+                     + (f"; {OWN_KERNEL_UNCHECKED}" if own_kernel else ""))
     return lines
 
 

@@ -145,14 +145,16 @@ def compile_table(records: Results) -> list[str]:
                                    "static smem bytes", "outcome"], tablefmt="simple").splitlines()
 
 
-def summary_lines(st: Any, config: Any, run: Results | None = None) -> list[str]:
+def summary_lines(st: Any, run: Results | None = None, own_kernel: bool = False) -> list[str]:
+    """The terminal summary's lines; ``own_kernel``: the course requires the student's own kernel
+    (runner/trace_options.py), so a skipped trace says the rule went unchecked."""
     run = RunResults.build(st.results if run is None else run)
     records = run.records
     table = compile_table(run) + ranking_table(run) + sweep_table(run)
     roofs = roofs_summary(combine_roofs(r.facts.get("roofs") for r in records))
     table += [roofs] if roofs else []
     table += sorted({f"device: {w}" for r in records for w in r.facts.get("device_warnings") or ()})
-    table += speed_lines(run) + launch_lines(run, _own_kernel(config))
+    table += speed_lines(run) + launch_lines(run, own_kernel)
     table += verdict_lines(run)
     failures = [r for r in records if r.failed]
     notes = list(getattr(st, "notes", None) or [])  # e.g. where --gemm-plot drew the ranking
@@ -163,14 +165,6 @@ def summary_lines(st: Any, config: Any, run: Results | None = None) -> list[str]
     if failures:
         lines += root_cause_lines(run)
     return lines
-
-
-def _own_kernel(config: Any) -> bool:
-    try:
-        return bool(config.getoption("gemm_own_kernel", None)) or str(config.getini("gemm_own_kernel")).strip().lower() \
-            in ("1", "true", "yes", "on")
-    except (AttributeError, ValueError):
-        return False
 
 
 def verdict_lines(records: Results) -> list[str]:

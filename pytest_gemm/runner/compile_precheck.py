@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ..model.categories import COMPILE_ERROR
 from ..model.contract import CudaKernel, GemmKernel
 from .state import STATE
 
@@ -61,7 +62,7 @@ def configure_node(node: Any) -> None:
     from ..kernels.declared import is_bad  # lazy: keeps kernels.declared out of the plugin's load
 
     node.workerinput[UNCOMPILABLE_KEY] = {str(k.name): k.message for k in st.kernels
-                                          if is_bad(k) and k.category == "compile_error"}
+                                          if is_bad(k) and k.category == COMPILE_ERROR}
 
 
 def mark_uncompilable(config: pytest.Config, kernels: list[GemmKernel]) -> list[GemmKernel]:

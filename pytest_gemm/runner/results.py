@@ -150,7 +150,7 @@ def terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
 
     if STATE not in config.stash:
         return
-    for line in summary_lines(state(config), config, run_results(config)):
+    for line in summary_lines(state(config), run_results(config), trace_options(config)["own_kernel"]):
         terminalreporter.write_line(line)
 
 
