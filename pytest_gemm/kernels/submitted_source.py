@@ -7,7 +7,7 @@ things a submission declares would reach the grader's files there:
 - **options**: NVRTC's ``--time=FILE`` and ``--fdevice-time-trace=FILE`` append to any file (a
   ``.pth`` in site-packages runs in every later Python process), ``--create-pch`` and
   ``--pch-dir`` write, ``-I`` and ``--pre-include`` read from anywhere. Only options that touch no
-  file are taken (``ALLOWED``); any other makes the declaration wrong (its tests fail saying which);
+  file are taken (``FLAGS``, ``WITH_VALUE``); any other makes the declaration wrong (its tests fail saying which);
 - **includes**: ``#include "/path"``, ``"../other_student/kernel.py"``, a computed ``#include MACRO``
   or a header that is a link out of the folder would put another student's or the course's files
   into NVRTC's error log, which the student reads. Includes resolve in the submission's own
