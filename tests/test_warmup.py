@@ -250,5 +250,28 @@ def test_a_warm_up_seen_just_after_a_lock_wait_starts_when_the_wait_ended(monkey
     watch.sample(100.25)
     monkeypatch.setattr(warmup, "classify", lambda frames: None)
     watch.sample(100.5)
-    assert watch.total_s == pytest.approx(0.3) and [e["event"] for e in sent] == ["warmup", "warmup_end"]
+    assert watch.total_s == pytest.approx(0.05) and [e["event"] for e in sent] == ["warmup", "warmup_end"]
     assert sent[0]["seconds"] == pytest.approx(0.05)  # what the parent refunds: not the wait's end either
+
+
+def test_a_warm_up_ends_at_the_last_sample_that_saw_it(monkeypatch):
+    # An import ending just after a sample, then the check's own 0.3 s: counted to the next
+    # sample, the warm-up took 0.25 s of the check's time (CI at 8874373 read 0.05 s of its 0.3 s)
+    import threading
+
+    from pytest_gemm.checks import warmup
+
+    sent: list[dict] = []
+    watch = warmup.Watch(sent.append, threading.get_ident())
+    watch.last = 100.0
+    monkeypatch.setattr(warmup, "wait_ended", lambda: 0.0)
+    monkeypatch.setattr(warmup, "classify", lambda frames: "importing modules")
+    watch.sample(100.25)
+    watch.sample(100.5)  # still importing
+    monkeypatch.setattr(warmup, "classify", lambda frames: None)
+    monkeypatch.setattr(warmup, "compiling_child", lambda: None)
+    watch.sample(100.75)
+    assert watch.total_s == pytest.approx(0.5)  # 100.0 (the sample before it) to 100.5, not to 100.75
+    watch.what, watch.started, watch.seen = "importing modules", 101.0, 101.25
+    watch.end(101.4)  # the check ended while warming up: also to the last sample that saw it
+    assert watch.total_s == pytest.approx(0.75)

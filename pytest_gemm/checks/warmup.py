@@ -142,7 +142,7 @@ class Watch:
 
     def __init__(self, send: Callable[[dict[str, Any]], None], thread_id: int, sample_s: float = SAMPLE_S):
         self.send, self.thread_id, self.sample_s = send, thread_id, sample_s
-        self.total_s, self.what, self.started, self.said = 0.0, None, 0.0, 0.0
+        self.total_s, self.what, self.started, self.said, self.seen = 0.0, None, 0.0, 0.0, 0.0
         self.last = time.monotonic()  # the previous sample
         self.stopped = threading.Event()
 
@@ -154,6 +154,7 @@ class Watch:
             what = compiling_child()
         last, self.last = self.last, now
         if what is not None:
+            self.seen = now
             if self.what is None:  # since the previous sample: a compile holding the GIL delays this one
                 # but not before a wait for the GPU lock ended: that wait is taken off the check's time
                 # already (a fake check importing right after its wait read 0.0 s of its 0.3 s, under load)
@@ -167,7 +168,10 @@ class Watch:
 
     def end(self, now: float) -> None:
         if self.what is not None:
-            self.total_s += now - self.started
+            # it lasted until the last sample that saw it, not this one: the check's own work since
+            # then is its time (an import ending just after a sample, then the fake check's 0.3 s
+            # sleep, read 0.05 s of its 0.3 s when counted to the next sample: CI at 8874373)
+            self.total_s += min(now, self.seen) - self.started
             self.what = None
             self.send({"event": "warmup_end"})
 
