@@ -87,7 +87,7 @@ static __device__ __forceinline__ bool aligned16(const void* p)
     return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
 }
 
-// (load4_edge as in 07_warptile.cu and 11_pipeline.cu: each rung is kept self-contained on purpose,
+// (load4_edge as in 07_warptile.cu and 10_pipeline.cu: each rung is kept self-contained on purpose,
 // one file a student reads top to bottom, so small helpers are copied, not shared.)
 // rowPtr[col .. col+3], zero where the row is out or col + q >= limit; with
 // vec (limit % 4 == 0, aligned rows) the float4 is wholly in or out.

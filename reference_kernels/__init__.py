@@ -73,6 +73,25 @@ wmma_bf16 = CudaKernel(
     source="09_wmma.cu", entry="gemm_wmma_bf16", block=(128,), tile=(64, 64),
     signature=_AB, precision="bf16", min_cc=(8, 0), name="wmma-bf16",
 )
+pipeline_sync = CudaKernel(
+    source="10_pipeline.cu", entry="gemm_pipeline_sync", block=(256,), tile=(64, 64),
+    signature=_AB, precision="fp32", min_cc=(7, 0), name="pipeline-sync",
+)
+
+
+def _cpasync(stages: int) -> CudaKernel:
+    return CudaKernel(
+        source="10_pipeline.cu", entry="gemm_pipeline_cpasync", block=(256,), tile=(64, 64),
+        signature=_AB, precision="fp32", min_cc=(8, 0), options=(f"-DSTAGES={stages}",),
+        name=f"cpasync{stages}",
+    )
+
+
+cpasync2 = _cpasync(2)
+cpasync3 = _cpasync(3)
+cpasync4 = _cpasync(4)
+
+
 # The top tensor-core rung: mma.sync m16n8k16 through ldmatrix, 8 warps of 64 x 64 on a
 # 256 x 128 block tile, a 3-slice cp.async ring of K slices of 64 in unpadded, XOR-swizzled
 # shared rows (144 KB: inside sm_80's 163 KB) guarded by full/empty mbarriers instead of a block
@@ -82,28 +101,11 @@ wmma_bf16 = CudaKernel(
 # stored as float4 rows. bench/NOTES.md: the variants measured (this build is candidate
 # mma-fp16-256x128x64-s3-cs3-mbar-ce-tw-se since 2026-12-02, "Issue 29, fourth").
 mma_fp16 = CudaKernel(
-    source="10_mma_fp16.cu", entry="gemm_mma_fp16", block=(256,), tile=(256, 128),
+    source="11_mma_fp16.cu", entry="gemm_mma_fp16", block=(256,), tile=(256, 128),
     signature=_AB, precision="fp16", min_cc=(8, 0),
     shared_mem=3 * (256 * 64 + 64 * 128) * 2 + 2 * 3 * 8,  # 3 stages of A and B halves, 2 mbarriers a stage
     name="mma-fp16",
 )
-pipeline_sync = CudaKernel(
-    source="11_pipeline.cu", entry="gemm_pipeline_sync", block=(256,), tile=(64, 64),
-    signature=_AB, precision="fp32", min_cc=(7, 0), name="pipeline-sync",
-)
-
-
-def _cpasync(stages: int) -> CudaKernel:
-    return CudaKernel(
-        source="11_pipeline.cu", entry="gemm_pipeline_cpasync", block=(256,), tile=(64, 64),
-        signature=_AB, precision="fp32", min_cc=(8, 0), options=(f"-DSTAGES={stages}",),
-        name=f"cpasync{stages}",
-    )
-
-
-cpasync2 = _cpasync(2)
-cpasync3 = _cpasync(3)
-cpasync4 = _cpasync(4)
 
 #: The CUDA rungs, in ladder order: every CudaKernel declared above, in the order declared. A rung
 #: is its numbered .cu file plus its one declaration here (tests/test_ladder_layout.py says what

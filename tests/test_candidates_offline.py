@@ -282,7 +282,7 @@ def test_mma_declaration_is_consistent(kernel: CudaKernel) -> None:
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_100"])
 def test_the_tensor_rung_is_the_measured_build(arch: str) -> None:
     """The rung mma-fp16 is candidate mma-fp16-256x128x64-s3-cs3-mbar-ce-tw-se (the measured best of
-    issue 29) under its ladder name: reference_kernels/10_mma_fp16.cu holds that build alone, with
+    issue 29) under its ladder name: reference_kernels/11_mma_fp16.cu holds that build alone, with
     no -D options, and compiles to the same cubin, byte for byte, as bench/candidates/mma_fp16.cu
     built with them (PTX is not compared: NVVM numbers registers differently between compiles)."""
     rung, cand = reference_kernels.mma_fp16, candidates.mma_256x128x64_s3_cs3_mbar_ce_tw_se

@@ -8,7 +8,7 @@ for each). They are the rungs' sources with every knob the research used; the
 rungs in ``reference_kernels/`` keep only their shipped build:
 
 ``mma_fp16.cu`` (``gemm_mma_fp16``; its 256 x 128 ``-mbar-ce-tw-se`` build is the rung ``mma-fp16``,
-``reference_kernels/10_mma_fp16.cu``)
+``reference_kernels/11_mma_fp16.cu``)
     fp16 in, fp32 accumulate: inline-PTX ``mma.sync.m16n8k16``, operands from
     XOR-swizzled shared memory through ``ldmatrix`` (``.trans`` for B), a
     ``cp.async`` ring of 3 K slices of 64 (guarded by a block barrier per slice,

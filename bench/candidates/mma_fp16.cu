@@ -1,4 +1,4 @@
-// The tensor-core candidates of bench/candidates: reference_kernels/10_mma_fp16.cu (the rung
+// The tensor-core candidates of bench/candidates: reference_kernels/11_mma_fp16.cu (the rung
 // mma-fp16, its shipped build only) with every knob the research used. Tensor cores through
 // inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major
 // __half, C (M x N) row-major float. Any M, N, K >= 1.

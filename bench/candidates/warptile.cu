@@ -53,7 +53,7 @@ static __device__ __forceinline__ bool aligned16(const void* p)
     return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
 }
 
-// (load4_edge is also in 08_warptile_256.cu and 11_pipeline.cu: each rung is kept self-contained on
+// (load4_edge is also in 08_warptile_256.cu and 10_pipeline.cu: each rung is kept self-contained on
 // purpose, one file a student reads top to bottom, so small helpers are copied, not shared.)
 // rowPtr[col .. col+3] with zero wherever the row is out (rowIn false) or
 // col + q >= limit. With vec (limit % 4 == 0, aligned rows) a float4 is

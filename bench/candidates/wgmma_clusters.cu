@@ -3,14 +3,14 @@
 // builds every variant from this file.
 // Rung 12, wgmma-fp16 and wgmma-bf16, the Hopper rung: TMA + wgmma + an mbarrier pipeline,
 // warp-specialised and persistent.
-// Over rung 11 (11_pipeline.cu) and rung 10 (10_mma_fp16.cu): the copy engine (TMA) instead of
+// Over rung 11 (11_mma_fp16.cu) and rung 10 (10_pipeline.cu): the copy engine (TMA) instead of
 // threads' copies, and asynchronous tensor cores (wgmma) reading shared memory.
 //
 // C (M x N, fp32) = A (M x K) @ B (K x N), A and B row-major fp16 (or bf16 with -DWG_BF16=1),
 // fp32 accumulate. Built for sm_90a only: wgmma and setmaxnreg exist on compute capability 9.0
 // alone, so this rung is claimed there and skipped everywhere else.
 //
-// What it adds to the rung below (10_mma_fp16.cu: mma.sync m16n8k16 fed by ldmatrix from a
+// What it adds to the rung below (11_mma_fp16.cu: mma.sync m16n8k16 fed by ldmatrix from a
 // cp.async ring that every thread fills and then waits for with __syncthreads):
 //
 //  1. The copy engine moves the tiles (TMA, cp.async.bulk.tensor). One thread asks for a whole

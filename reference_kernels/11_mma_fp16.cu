@@ -1,7 +1,7 @@
-// Rung 10, mma-fp16 (its defaults; its candidates are in bench/candidates): tensor cores through
+// Rung 11, mma-fp16 (its defaults; its candidates are in bench/candidates): tensor cores through
 // inline PTX, fp16 in, fp32 accumulate and out. C = A @ B, A (M x K) and B (K x N) row-major
 // __half, C (M x N) row-major float. Any M, N, K >= 1.
-// Over rung 9 (09_wmma.cu): the tensor core without WMMA (fragments, ldmatrix, a deep mbarrier ring).
+// Over rung 10 (10_pipeline.cu) and rung 9 (09_wmma.cu): the tensor core without WMMA (fragments, ldmatrix), fed by rung 10's cp.async ring made deep.
 //
 // What it adds to 09_wmma.cu: the tensor core without WMMA's opaque fragments (the m16n8k16
 // register layouts written out below, operands fetched by ldmatrix), a multistage cp.async
@@ -97,7 +97,7 @@
 // and the chunk is stored with one 16-byte st.shared; that path is synchronous
 // but uses the same ring and the same barriers.
 //
-// Pipeline (the protocol of 11_pipeline.cu): the prologue commits STAGES-1 groups
+// Pipeline (the protocol of 10_pipeline.cu): the prologue commits STAGES-1 groups
 // (tiles 0 .. STAGES-2, a group may be empty). Iteration kt waits until at most
 // STAGES-2 groups are pending (committed so far: STAGES-1+kt, tile g in group
 // g, so tiles 0..kt have landed for this thread), then one __syncthreads makes
@@ -187,7 +187,7 @@ static __device__ __forceinline__ unsigned int smem_u32(const void* p)
     return static_cast<unsigned int>(__cvta_generic_to_shared(p));
 }
 
-// (The cp.async helpers below are also in 11_pipeline.cu, which introduces them: each rung is
+// (The cp.async helpers below are also in 10_pipeline.cu, which introduces them: each rung is
 // kept self-contained on purpose.)
 // 16 bytes global -> shared; bytes [srcBytes, 16) of the destination are zero
 // (srcBytes == 0: nothing is read).

@@ -1,7 +1,7 @@
-// Rung 11, pipeline-sync and cpasync2/3/4 (-DSTAGES): one register-tiled GEMM, its shared-memory
+// Rung 10, pipeline-sync and cpasync2/3/4 (-DSTAGES): one register-tiled GEMM, its shared-memory
 // tiles filled two ways.
-// Over rung 10 (10_mma_fp16.cu, whose ring it isolates): the asynchronous copy on its own, an FP32
-// GEMM filled by plain loads and by a cp.async ring of 2, 3 or 4 stages, bit-identical.
+// Over rung 9 (09_wmma.cu): the asynchronous copy (sm_80) on its own, back on a small FP32 GEMM to
+// isolate it: filled by plain loads and by a cp.async ring of 2, 3 or 4 stages, bit-identical.
 //
 // Block tile 64 x 64 of C, K slices of BK = 16, 256 threads, a 4 x 4
 // micro-tile per thread (rows 4 * (t / 16) .., columns 4 * (t % 16) ..).
@@ -193,7 +193,7 @@ gemm_pipeline_sync(const float* __restrict__ A, const float* __restrict__ B, flo
 #error "STAGES must be 2, 3 or 4"
 #endif
 
-// (These cp.async helpers are copied into 10_mma_fp16.cu: each rung is kept self-contained on
+// (These cp.async helpers are copied into 11_mma_fp16.cu: each rung is kept self-contained on
 // purpose.)
 #if __CUDA_ARCH__ >= 800
 // 16 bytes global -> shared; bytes [srcBytes, 16) of the destination are
