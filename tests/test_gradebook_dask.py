@@ -107,10 +107,13 @@ def _dying_runner(cmd, *, cwd, timeout, env):
     """A student's run, on a Dask worker: ``once`` kills its worker the first time it runs, ``killer``
     every time (as a kernel that brings down the process grading it would); ``oom``'s first run is
     the harness's out of memory; the others score 40.
-    Each start and each finish is a line of ``runs.log`` beside the submissions."""
+    Each start and each finish is a line of ``runs.log`` beside the submissions, each run's working
+    folder one of ``workdirs.log``."""
     student, folder = Path(cmd[1]).stem, Path(cmd[1]).parent
     with open(folder / "runs.log", "a") as log:
         log.write(f"start {student} {os.getpid()}\n")
+    with open(folder / "workdirs.log", "a") as log:
+        log.write(f"{cwd}\n")
     marker = folder / f"{student}.died"
     if student == "killer" or (student == "once" and not marker.exists()):
         marker.touch()
@@ -166,6 +169,12 @@ def test_workers_that_die_mid_student_lose_no_student_and_count_none_twice(tmp_p
     # held, and the killer may have been waiting on the worker that "once" brought down
     assert 3 <= [who for what, who, _ in log if what == "start"].count("killer") <= 4, log
     assert not [who for what, who, _ in log if what == "done" and who == "killer"]
+    # the working folders of the runs whose worker was killed (its finally never ran) are gone too
+    workdirs = (tmp_path / "workdirs.log").read_text().split()
+    assert len(workdirs) == len([what for what, _, _ in log if what == "start"])
+    parents = {Path(w).parent.name for w in workdirs}  # in one folder of the class's, which goes at the end
+    assert len(parents) == 1 and parents.pop().startswith("pytest-gemm-grading-"), workdirs
+    assert [w for w in workdirs if not Path(w).exists()] == workdirs, [w for w in workdirs if Path(w).exists()]
 
 
 def _blind_here() -> None:

@@ -6,11 +6,19 @@ machine offers (docs/security.md). Each hostile kernel is wrong on purpose and n
 In every case: the honest students' gradebook rows are byte for byte those of a run without the
 hostile ones, each hostile one scores what a wrong kernel scores, nothing it started is left
 running (its daemon's delay is cut from 20 s to 3 s so that the test waits it out), the files
-it tried to forge and the installed package are as they were, and the gradebook finishes."""
+it could write outside its scratch are as they were, and the gradebook finishes.
+
+"Nothing left running" is every process below a subreaper that runs the gradebook
+(``tests/reaper.py``), not those whose command line names the submission: a kernel's process
+(``checks/sandbox_child.py``) names none, nor does what it spawns. "As they were"
+(``tests/snapshot.py``) covers the class folder (every submission's files), the gradebook's
+outputs (as the gradebook left them, and no new file beside them), the grader's temporary folder
+(``TMPDIR``, where each student's working folder is made), the installed ``pytest_gemm`` and
+the environment's site-packages. ``tests/test_hostile_checks.py`` shows both checks catch what
+an unconfined submission leaves."""
 from __future__ import annotations
 
 import csv
-import hashlib
 import os
 import shutil
 import socket
@@ -18,13 +26,14 @@ import subprocess
 import sys
 import sysconfig
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 import fakegpu
 import pytest_gemm
+from reaper import Reaped
+from snapshot import changes, snapshot
 from pytest_gemm.kernels import confine
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
@@ -76,40 +85,52 @@ def _server() -> tuple[int, list[bytes]]:
     return srv.getsockname()[1], got
 
 
-def _leftovers(marker: str) -> list[str]:
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                found.append(entry)
-        except OSError:
-            pass
-    return found
+def outside_scratch(tmp_path: Path) -> list[Path]:
+    """What a submission graded in ``tmp_path`` could write outside its scratch: ``tmp_path``
+    (the class folders, the gradebook's outputs and working folder, the grader's ``TMPDIR``),
+    the installed ``pytest_gemm`` and site-packages; not the GPU lock's files, which the
+    students' processes write by design (docs/security.md)."""
+    paths = sysconfig.get_paths()
+    return [tmp_path, Path(pytest_gemm.__file__).parent, Path(paths["purelib"]), Path(paths["platlib"])]
 
 
-def _grade(tmp_path: Path, subs: Path, level: str, port: int) -> dict[str, list[str]]:
+def grade(tmp_path: Path, subs: Path, level: str, port: int = 9, after_s: float = 5.0,
+          **env: str) -> tuple[subprocess.CompletedProcess[str], list[str], list[str]]:
+    """The gradebook's run on ``subs`` at ``level``: (its result, the processes it left running
+    ``after_s`` seconds after it ended, what changed outside the scratch meanwhile but the
+    gradebook's own outputs as it wrote them)."""
     out = tmp_path / f"{subs.name}.csv"
+    (tmp_path / "tmp").mkdir(exist_ok=True)
     env = fakegpu.env(tmp_path, GEMM_HOSTILE_DELAY_S="3", GEMM_HOSTILE_FORKS="1500", GEMM_HOSTILE_FILL_MB="128",
-                      GEMM_HOSTILE_PORT=str(port), PYTEST_GEMM_SCRATCH_MB="64")
-    done = subprocess.run([sys.executable, "-m", "pytest_gemm.grading.gradebook", str(subs), "--out", str(out),
-                           "--jobs", "2", "--timeout", "240", "--", "-p", "fakegpu", "--gemm-shapes", "quick",
-                           "-k", "exact or launch", "--gemm-confine", level],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+                      GEMM_HOSTILE_PORT=str(port), PYTEST_GEMM_SCRATCH_MB="64", TMPDIR=str(tmp_path / "tmp"), **env)
+    cmd = [sys.executable, "-m", "pytest_gemm.grading.gradebook", str(subs), "--out", str(out),
+           "--json", str(out.with_suffix(".json")), "--jobs", "2", "--timeout", "240", "--", "-p", "fakegpu",
+           "--gemm-shapes", "quick", "-k", "exact or launch", "--gemm-confine", level]
+    locks = [tmp_path / "locks"]
+    before = snapshot(outside_scratch(tmp_path), skip=locks)
+    with Reaped(cmd, cwd=tmp_path, env=env, timeout=600) as run:
+        done = run.wait()
+        written = snapshot([out, out.with_suffix(".json")])  # the gradebook's outputs, as it left them
+        left = run.leftovers(after_s)
+    return done, left, changes({**before, **written}, snapshot(outside_scratch(tmp_path), skip=locks))
+
+
+def _grade(tmp_path: Path, subs: Path, level: str, port: int, after_s: float) -> dict[str, list[str]]:
+    done, left, changed = grade(tmp_path, subs, level, port, after_s)
+    assert done.returncode == 0, done.stdout
     assert f"submitted code ran confined by: {level} (" in done.stdout, done.stdout[-2000:]  # the gradebook says so
-    with out.open() as fh:
+    assert not left, f"processes a submission started outlived its grading: {left}"
+    assert not changed, f"files outside the submissions' scratch changed: {changed}"
+    with (tmp_path / f"{subs.name}.csv").open() as fh:
         return {row[0]: row for row in csv.reader(fh)}
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_hostile_submissions_change_no_grade_but_their_own(tmp_path, level):
-    package = Path(pytest_gemm.__file__)
-    before = hashlib.sha256(package.read_bytes()).hexdigest()
     port, received = _server()
-    baseline = _grade(tmp_path, _submissions(tmp_path, hostile=False), level, port)
+    baseline = _grade(tmp_path, _submissions(tmp_path, hostile=False), level, port, after_s=0.5)
     subs = _submissions(tmp_path, hostile=True)
-    rows = _grade(tmp_path, subs, level, port)
-    time.sleep(5)  # the daemon's 3 s delay, and more: it must be gone, and have forged nothing
+    rows = _grade(tmp_path, subs, level, port, after_s=5)  # 5 s: the daemon's 3 s delay, and more
     for name in HONEST:
         assert rows[name] == baseline[name], (name, rows[name], baseline[name])
     wrong = baseline["bob"]
@@ -118,10 +139,7 @@ def test_hostile_submissions_change_no_grade_but_their_own(tmp_path, level):
             continue  # Linux does not count root's processes: documented in docs/security.md
         assert rows[name][1:-1] == wrong[1:-1], (name, rows[name], wrong)  # all but the reason
     assert "999" not in (tmp_path / f"{subs.name}.csv").read_text()  # the forged score reached no file
-    assert not _leftovers(str(subs)), "processes a submission started outlived its grading"
     assert received == [], "a submission reached a server on 127.0.0.1"
-    assert hashlib.sha256(package.read_bytes()).hexdigest() == before
-    assert not list(Path(sysconfig.get_paths()["purelib"]).glob("gemm_hostile_*"))
 
 
 def test_a_checkout_installed_with_pip_e_is_not_readable_whole(monkeypatch):

@@ -145,12 +145,15 @@ class StudentGrading:
         return cls(attr, timeout, check_timeout, ini, tuple(extra_args), config.max_score(), config, runner,
                    command_builder, log_dir)
 
-    def grade(self, sub: Submission, env: dict[str, str], gpu: str | None = None) -> StudentResult:
-        """Grade ``sub`` with ``env`` (on ``gpu``, when given: its ``CUDA_VISIBLE_DEVICES``)."""
+    def grade(self, sub: Submission, env: dict[str, str], gpu: str | None = None,
+              workdirs: Path | None = None) -> StudentResult:
+        """Grade ``sub`` with ``env`` (on ``gpu``, when given: its ``CUDA_VISIBLE_DEVICES``; its
+        working folder in ``workdirs``, when given: ``students.grade_one``)."""
         run_env = dict(env, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else env
         return grade_one(sub, attr=self.attr, timeout=self.timeout, check_timeout=self.check_timeout, ini=self.ini,
                          extra_args=self.extra_args, max_score=self.max_score, config=self.config,
-                         runner=self.runner, command_builder=self.command_builder, env=run_env, log_dir=self.log_dir)
+                         runner=self.runner, command_builder=self.command_builder, env=run_env, log_dir=self.log_dir,
+                         workdirs=workdirs)
 
 
 def grade_all(submissions: Sequence[Submission], *, attr: str = "kernel", timeout: float = DEFAULT_TIMEOUT,

@@ -16,7 +16,9 @@ files are the same. Each student's row is written once, whatever happens:
   task it held);
 - a worker that dies mid-student: Dask's scheduler runs the student again on another worker,
   up to its ``distributed.scheduler.allowed-failures`` (default 3) deaths; the task's one
-  result is the row;
+  result is the row; the dead run's working folder, which its worker could not remove, lies in
+  the class's folder on that machine (``pytest-gemm-grading-TOKEN`` in its temporary folder),
+  which every worker alive at the end, and the gradebook on its own machine, removes;
 - a student whose task ran out of them (``KilledWorker``) is graded again alone once the others
   are done, since it may only have died beside a student that kills workers; if it kills
   workers alone too it scores 0 as crashed, with that reason, and the cluster goes on (each
@@ -182,6 +184,12 @@ def _measurements(token: str) -> Path:
     return Path(tempfile.gettempdir()) / f"pytest-gemm-measured-{token}"
 
 
+def _workdirs(token: str) -> Path:
+    """The class's folder for its students' working folders on this machine: a worker killed
+    mid-student never removes that student's, so the class's whole folder goes at the end."""
+    return Path(tempfile.gettempdir()) / f"pytest-gemm-grading-{token}"
+
+
 def worker_env(environ: dict[str, str], token: str, share: bool, slots: int, cores: int) -> dict[str, str]:
     """A student's environment on a worker of another machine: the worker's own, with the class's
     measurement folder on this machine (``share``) and the thread limits of ``slots`` students on
@@ -209,7 +217,7 @@ def grade_task(sub: Submission, grading: StudentGrading, env: dict[str, str] | N
     slots = _worker_gpus()
     gpu = slots.acquire()
     try:
-        return grading.grade(sub, env, gpu)
+        return grading.grade(sub, env, gpu, workdirs=_workdirs(token))
     finally:
         slots.release(gpu)
 
@@ -227,7 +235,9 @@ def _worker_slots() -> int:
 
 
 def _forget(token: str) -> None:
+    """The class's folders on this machine: its measurements, its students' working folders."""
     shutil.rmtree(_measurements(token), ignore_errors=True)
+    shutil.rmtree(_workdirs(token), ignore_errors=True)
 
 
 # ---- on the gradebook's side ---------------------------------------------------------------
@@ -320,9 +330,10 @@ def grade_all_dask(submissions: Sequence[Submission], grading: StudentGrading, *
         done: list[StudentResult] = [r for r in results if r is not None]
         finish(done, submissions, alone, progress)
         return done
-    finally:
+    finally:  # on every worker alive now, and here (a LocalCluster's workers, one restarting, are on this machine)
         with contextlib.suppress(Exception):
             client.run(_forget, token, on_error="ignore")
+        _forget(token)
 
 
 def _deaths(exc: BaseException) -> int:

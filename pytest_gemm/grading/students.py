@@ -121,13 +121,18 @@ def _read(path: Path) -> dict[str, Any] | None:
 def grade_one(sub: Submission, *, attr: str, timeout: float, check_timeout: float | None, ini: Path | None,
               extra_args: Sequence[str], max_score: float, config: GradingConfig,
               runner: Runner = run_with_limit, command_builder: CommandBuilder = build_command,
-              env: dict[str, str] | None = None, log_dir: Path | None = None) -> StudentResult:
-    """Grade one submission; never raises for anything the submission does."""
+              env: dict[str, str] | None = None, log_dir: Path | None = None,
+              workdirs: Path | None = None) -> StudentResult:
+    """Grade one submission; never raises for anything the submission does. Its run's working
+    folder is made in ``workdirs`` (made if need be; default: the temporary folder) and removed
+    afterwards."""
     if sub.kernel_file is None:
         reason = sub.problem or "nothing to grade"
         return StudentResult(sub.student, MISSING, 0.0, max_score, reason,
                              results=failure_results(reason, max_score, config))
-    workdir = Path(tempfile.mkdtemp(prefix=f"gemm-grade-{sub.student}-"))
+    if workdirs is not None:
+        workdirs.mkdir(mode=0o700, parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix=f"gemm-grade-{sub.student}-", dir=workdirs))
     try:
         results_path = workdir / "results.json"
         cmd = command_builder(sub.kernel_file, attr, results_path, check_timeout=check_timeout, ini=ini,
