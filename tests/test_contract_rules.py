@@ -106,3 +106,51 @@ def test_a_race_is_nondeterministic_whatever_its_outputs(right_later):
     found = judge_launches(outputs, outputs[0], _random(99), lambda: replayed, before_right=True,
                            right=lambda c: right_later)
     assert found is not None and found.category == cat.NONDETERMINISTIC
+
+
+def _blas_orders(problem: Any, alpha: float, beta: float) -> dict[str, np.ndarray]:
+    """C = alpha*A@B + beta*C in float32, in orders the BLAS documentation allows: reference
+    SGEMM's own (``C := beta*C``, then ``TEMP = ALPHA*B(L,J)``; ``C(I,J) = C(I,J) + TEMP*A(I,L)``,
+    alpha applied to B before the products), and a tiled kernel's epilogue ``alpha*acc + beta*C``
+    with its fused (fma) twin."""
+    f = np.float32
+    a, b = problem.a.astype(f), problem.b.astype(f)
+    al, be = f(alpha), f(beta)
+    c0 = problem.c0.astype(f)
+    blas = np.zeros((problem.m, problem.n), f) if beta == 0 else c0.copy() if beta == 1 else (be * c0).astype(f)
+    if alpha != 0:  # reference SGEMM returns before the products when alpha == 0
+        for col in range(problem.k):
+            blas = (blas + ((al * b[col, :]).astype(f)[None, :] * a[:, col:col + 1]).astype(f)).astype(f)
+    acc = np.zeros((problem.m, problem.n), f)
+    for col in range(problem.k):
+        acc = (acc + (a[:, col:col + 1] * b[col, :][None, :]).astype(f)).astype(f)
+    epilogue = (al * acc).astype(f) if beta == 0 else ((al * acc).astype(f) + (be * c0).astype(f)).astype(f)
+    fused = (al * acc).astype(f) if beta == 0 else \
+        (np.float64(al) * acc + (be * c0).astype(f).astype(np.float64)).astype(f)  # one rounding, as fmaf
+    return {"reference SGEMM": blas, "alpha*acc + beta*C": epilogue, "fmaf(alpha, acc, beta*C)": fused}
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 0.7])
+@pytest.mark.parametrize("beta", [0.0, 1.0, 1.3])
+def test_the_alpha_beta_check_passes_every_order_blas_allows(alpha, beta):
+    """The alpha/beta check's judgement (checks/alphabeta.py) on its own inputs: bit for bit where
+    alpha and beta are 0 or 1 (exact inputs: every order gives the exact result, the sign of zero
+    aside), within the fp32 bound elsewhere; reference SGEMM's own order (alpha times B first)
+    included. Passes on today's code: the evidence that this rule is no stricter than BLAS."""
+    from pytest_gemm.checks.cases import ALPHA_BETA_SHAPE
+    from pytest_gemm.judges.bounds import check_accuracy
+    from pytest_gemm.judges.diagnose import diagnose
+    from pytest_gemm.judges.epilogue import explain_epilogue
+    from pytest_gemm.judges.inputs import exact_inputs
+    from pytest_gemm.judges.reference import abs_gauge, reference
+
+    problem = exact_inputs(*ALPHA_BETA_SHAPE, precision="fp32", seed=3, with_c=True)  # the check's inputs
+    c_old = problem.c0 if beta != 0 else None
+    ref = reference(problem.a64, problem.b64, alpha=alpha, beta=beta, c0=c_old)
+    gauge = abs_gauge(problem.a64, problem.b64, alpha=alpha, beta=beta, c0=c_old)
+    for order, got in _blas_orders(problem, alpha, beta).items():
+        assert explain_epilogue(got, problem.a64, problem.b64, c_old, alpha, beta) is None, order
+        if alpha in (0.0, 1.0) and beta in (0.0, 1.0):
+            assert diagnose(got, ref) is None, order
+        else:
+            assert check_accuracy(got, ref, gauge, problem.k, "fp32").passed, order
