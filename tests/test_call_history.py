@@ -170,8 +170,8 @@ def test_a_replay_that_shows_nothing_or_cannot_run_leaves_a_race():
 
 
 def test_a_value_that_follows_the_history_is_stale():
-    seq = [RIGHT, OTHER, OTHER, OTHER, OTHER]  # from its second call on, another result
-    f = judge_launches(seq, RIGHT, NOISY, _replay(seq, list(seq)))
+    seq = [RIGHT, OTHER, OTHER, OTHER, OTHER]  # from its second call on, another result, wrong for the inputs
+    f = judge_launches(seq, RIGHT, NOISY, _replay(seq, list(seq)), right=lambda c: np.array_equal(c, RIGHT))
     assert f.category == "stale_output" and "calls 2, 3, 4 and 5 of 5" in f.summary and "not a race" in f.summary
 
 

@@ -12,12 +12,17 @@ from ..judges.inputs import exact_inputs
 from ..kernels.stream_probe import run_held
 
 
-_LAUNCH_RESOURCE_SHAPE = (64, 64, 64)  # the shape the launch check runs; occupancy is reported there
+_LAUNCH_RESOURCE_SHAPE = (64, 64, 64)  # the launch check's shape (rounded up to what a kernel claims: multiple_of)
 
 
 def check_launch(h: Harness, record: Callable[[dict[str, Any]], None],
                  shape: tuple[int, int, int] = _LAUNCH_RESOURCE_SHAPE) -> None:
-    """Compiles and launches on this device; records registers, spills, shared memory, occupancy."""
+    """Compiles and launches on this device; records registers, spills, shared memory, occupancy,
+    at ``shape``: the case's shape, which the kernel claims. Its declaration's callables
+    (``shared_mem``) are asked about that shape only: a shape outside ``multiple_of`` is skipped,
+    not failed (docs/kernels.md), so they may refuse one (before, occupancy was read at 64^3
+    whatever the kernel claimed, and a ``shared_mem`` that refused 64^3 made the kernel a
+    ``launch_error``)."""
 
     problem = exact_inputs(*shape, precision=h.kernel.precision)
     run_kernel(h, problem)
@@ -29,11 +34,11 @@ def check_launch(h: Harness, record: Callable[[dict[str, Any]], None],
         res = compiled.resources
         info.update(registers=res.registers, spill_stores=res.spill_stores, spill_loads=res.spill_loads,
                     stack_frame=res.stack_frame)
-    attrs = h.loaded.attributes(*_LAUNCH_RESOURCE_SHAPE)
+    attrs = h.loaded.attributes(*shape)
     if attrs is not None:
         info.update(registers=attrs.registers, shared_static=attrs.shared_static, local_bytes=attrs.local_bytes,
                     blocks_per_sm=attrs.blocks_per_sm, occupancy=round(attrs.occupancy, 3),
-                    dynamic_shared=h.kernel.dynamic_shared_mem(*_LAUNCH_RESOURCE_SHAPE))  # type: ignore[union-attr]
+                    dynamic_shared=h.kernel.dynamic_shared_mem(*shape))  # type: ignore[union-attr]
     record({"resources": info})
 
 

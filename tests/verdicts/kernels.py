@@ -38,6 +38,19 @@ coarse_multiple = CudaKernel(source=BROKEN / "tiled_base.cu", entry="mm_tiled_ba
                              multiple_of=(128, 128, 8), name="coarse_multiple")  # source as a pathlib.Path
 
 
+def _claimed_shapes_only(m: int, n: int, k: int) -> int:
+    """A shared_mem written for the shapes its kernel claims: the contract skips the others."""
+    if m % 128 or n % 128 or k % 8:
+        raise ValueError(f"{m}x{n}x{k} is not a shape this kernel claims (multiple_of=(128, 128, 8))")
+    return 0
+
+
+# The same, with a shared_mem callable that refuses shapes outside multiple_of: passes (the launch
+# check asked it about 64^3 and called it a launch_error before issue 43's audit).
+claimed_smem = CudaKernel(source=BROKEN / "tiled_base.cu", entry="mm_tiled_base", block=(16, 16), tile=(16, 16),
+                          multiple_of=(128, 128, 8), shared_mem=_claimed_shapes_only, name="claimed_smem")
+
+
 def _module():
     import cupy
 
@@ -305,6 +318,7 @@ EXPECTED: dict[str, tuple[str, str | tuple[str, ...] | None]] = {
     "tutorial_declared": ("passed", None),
     "ignores_beta": ("failed", "wrong_values"),
     "coarse_multiple": ("passed", None),
+    "claimed_smem": ("passed", None),
     "split_k_atomic8": ("failed", "nondeterministic"),
     "split_k_atomic16": ("failed", "nondeterministic"),
     "split_k_ordered": ("passed", None),
