@@ -386,3 +386,13 @@ def test_a_check_that_judges_values_takes_part_in_precision_evidence():
     accuracy = [fail("accuracy", "precision_too_low", (256, 256, 16)), fail("accuracy", "precision_too_low", (256, 256, 1024))]
     assert kernel_verdict([*accuracy, fail("alphabeta", "wrong_values")]).primary_category == "wrong_values"
     assert kernel_verdict([*accuracy, fail("guards", "wrong_values")]).primary_category == "precision_too_low"
+
+
+@pytest.mark.parametrize("check", ["exact", "coverage", "guards", "alphabeta", "beta_zero", "deterministic", "accuracy"])
+def test_a_kernel_passes_only_on_a_check_that_judges_its_results(check):
+    """Compiling, launching and timing prove nothing about C: with only those passed the kernel
+    is incomplete; one passed correctness check (the registry's ``correctness``) makes it passed."""
+    ran = [rec("compile", shape=None), rec("launch"), rec("speed")]
+    v = kernel_verdict(ran)
+    assert v.status == "incomplete" and "no correctness check ran (only compile, launch, speed)" in v.notes
+    assert kernel_verdict([*ran, rec(check)]).status == "passed"

@@ -40,6 +40,9 @@ class Check:
     # compares C's values with the reference: a wrong value it finds is a correctness failure, in
     # the verdict's rules (outputs/verdicts.py; precision_too_low's evidence reads these checks)
     judges_values: bool = False
+    # its passing shows the kernel computes the right result (a kernel with one such pass and no
+    # failure has passed, outputs/verdicts.py); compiling, launching and timing do not
+    correctness: bool = False
 
     @property
     def display(self) -> str:
@@ -72,33 +75,36 @@ CHECKS: tuple[Check, ...] = (
           shapes=((64, 64, 64),), categories=(cat.WRONG_STREAM, *_CUDA)),
     Check("exact", "bit-identical to the float64 reference on exact-integer inputs, on every shape it claims",
           "exact", shapes=C.EXACT_SHAPES, quick=QUICK_EXACT, weight=40, categories=(cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, cat.OUT_OF_BOUNDS_WRITE, *_CUDA),
-          judges_values=True),
+          judges_values=True, correctness=True),
     Check("coverage", "C is filled with a sentinel before every launch and every element is written", "coverage",
           shapes=C.EDGE_SHAPES, quick=QUICK_EDGE, weight=10, categories=(cat.UNWRITTEN_OUTPUT, cat.OUT_OF_BOUNDS_WRITE,
-                                                                          *_CUDA), judges_values=True),
+                                                                          *_CUDA), judges_values=True,
+          correctness=True),
     Check("guards", "nothing written outside C (guard bands) and A, B unchanged", "guards",
-          shapes=C.EDGE_SHAPES, quick=QUICK_EDGE, weight=10, categories=(cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA)),
+          shapes=C.EDGE_SHAPES, quick=QUICK_EDGE, weight=10, categories=(cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA),
+          correctness=True),
     Check("alphabeta", "C = alpha*A@B + beta*C for alpha in 0, 1, 0.7 and beta in 0, 1, 1.3", "alphabeta",
           shapes=(C.ALPHA_BETA_SHAPE,), params=tuple({"alpha": a, "beta": b} for a in C.ALPHAS for b in C.BETAS),
           applies=lambda k: k.takes_alpha_beta, weight=5, label="alpha/beta",
           not_applicable="this check runs only for kernels whose signature takes alpha and beta",
-          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, cat.OUT_OF_BOUNDS_WRITE, *_CUDA), judges_values=True),
+          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, cat.OUT_OF_BOUNDS_WRITE, *_CUDA), judges_values=True, correctness=True),
     Check("beta_zero", "BLAS's zero rules: with beta == 0, C is not read (C holds NaN, then +Inf, then -Inf, and every "
           "output must be A@B); with alpha == 0, C = beta*C (A and B hold NaN: reading them is a note, not a failure)",
           "beta_zero", shapes=((1, 1, 1), (17, 33, 65), (127, 255, 63), (1000, 1000, 1000)),
           applies=lambda k: k.takes_alpha_beta, weight=0, label="beta == 0",
           not_applicable="this check runs only for kernels whose signature takes alpha and beta",
           categories=(cat.BETA_ZERO_READS_C, cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT,
-                      cat.OUT_OF_BOUNDS_WRITE, *_CUDA), judges_values=True),
+                      cat.OUT_OF_BOUNDS_WRITE, *_CUDA), judges_values=True, correctness=True),
     Check("deterministic", "five launches on the same random inputs are bit-identical (a square and a deep-K shape)", "deterministic",
           shapes=C.DETERMINISM_SHAPES, quick=(C.DETERMINISM_SHAPES[1],), applies=lambda k: k.deterministic,
           weight=10,
           not_applicable="this check does not run for a kernel declared deterministic=False",
           categories=(cat.NONDETERMINISTIC, cat.OUT_OF_BOUNDS_WRITE, *_CUDA, cat.STALE_OUTPUT, cat.UNWRITTEN_OUTPUT,
-                      cat.WRONG_VALUES)),
+                      cat.WRONG_VALUES), correctness=True),
     Check("accuracy", "random uniform and heavy-tailed inputs within the K- and precision-derived error bound",
           "accuracy", shapes=C.ACCURACY_SHAPES, quick=QUICK_ACCURACY, params=tuple({"dist": d} for d in C.DISTRIBUTIONS), weight=15,
-          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, cat.OUT_OF_BOUNDS_WRITE, *_CUDA), judges_values=True),
+          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, cat.OUT_OF_BOUNDS_WRITE, *_CUDA), judges_values=True,
+          correctness=True),
     Check("speed", "event-timed against cuBLAS at the same precision in the same process, ranked", "speed",
           shapes="bench", weight=10, categories=(cat.TIMING_ESCAPE, cat.STALE_OUTPUT, *_CUDA), timed=True),
     Check("sweep", "TFLOP/s and the fraction of cuBLAS at every --gemm-sweep size", "sweep",

@@ -23,6 +23,7 @@ CheckRecord = Any
 # either, so none of such a kernel's timings is ranked
 UNTRUSTED_TIMING = (cat.TIMING_ESCAPE, cat.STALE_OUTPUT, cat.WRONG_STREAM)
 TIMED_CHECKS = tuple(c.name for c in CHECKS if c.timed)
+CORRECTNESS_CHECKS = tuple(c.name for c in CHECKS if c.correctness)
 
 # Root causes, most fundamental first: a failure of an earlier kind explains later ones
 # (a fault or a race makes values wrong; wrong values make a timed output wrong).
@@ -259,7 +260,7 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
         return Verdict("failed", category, diagnosis, head.where, _consequences(failed, category), notes)
     if harness:
         return Verdict("incomplete", notes=notes)
-    if any(r.passed and r.check not in ("compile", "launch", *TIMED_CHECKS) for r in checks):
+    if any(r.passed and r.check in CORRECTNESS_CHECKS for r in checks):
         return Verdict("passed", notes=notes)
     if any(r.passed and r.check == "compile" for r in checks):
         if any(r.skipped_for_no_gpu for r in checks) or not any(r.check != "compile" for r in checks):
