@@ -88,8 +88,8 @@ def _server() -> tuple[int, list[bytes]]:
 def outside_scratch(tmp_path: Path) -> list[Path]:
     """What a submission graded in ``tmp_path`` could write outside its scratch: ``tmp_path``
     (the class folders, the gradebook's outputs and working folder, the grader's ``TMPDIR``),
-    the installed ``pytest_gemm`` and site-packages; not the GPU lock's files, which the
-    students' processes write by design (docs/security.md)."""
+    the installed ``pytest_gemm`` and site-packages; not the GPU lock's files, which the judging
+    processes write for the students' (checks/lock_broker.py; the students' cannot reach them)."""
     paths = sysconfig.get_paths()
     return [tmp_path, Path(pytest_gemm.__file__).parent, Path(paths["purelib"]), Path(paths["platlib"])]
 

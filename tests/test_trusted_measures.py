@@ -63,8 +63,8 @@ def test_a_confined_kernel_reads_the_shared_measurements_and_cannot_change_them(
              "        print(how, 'worked')\n"
              "    except OSError:\n"
              "        print(how, 'refused')\n")
-    cmd, popen = sandbox_confine.confined_command([sys.executable, "-c", forge], str(submission / "kernel.py"),
-                                                 str(submission), dict(os.environ))
+    cmd, popen, _ = sandbox_confine.confined_command([sys.executable, "-c", forge], str(submission / "kernel.py"),
+                                                    str(submission), dict(os.environ))
     assert cmd[0] != sys.executable  # confined
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, **popen)
     assert done.returncode == 0, done.stderr
@@ -75,7 +75,7 @@ def test_a_confined_kernel_reads_the_shared_measurements_and_cannot_change_them(
 def test_without_confinement_the_kernels_process_is_not_bound_at_all(measured, submission, monkeypatch):
     monkeypatch.setattr(confine, "_active", "none")
     assert sandbox_confine.confined_command(["true"], str(submission / "kernel.py"), str(submission),
-                                            dict(os.environ)) == (["true"], {})
+                                            dict(os.environ)) == (["true"], {}, dict(os.environ))
     assert not sandbox_confine.confines("k.py") and not sandbox_confine.confines("gemm:ladder")
     monkeypatch.setattr(confine, "_active", "bubblewrap")
     assert sandbox_confine.confines("k.py") and not sandbox_confine.confines("gemm:ladder")  # the ladder is ours

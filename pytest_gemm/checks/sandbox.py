@@ -18,8 +18,11 @@ Each reply carries the check's duration in the child (``last_seconds``); where a
 seconds went (the process, importing the kernel, waiting for the GPU lock, CUDA's context,
 compiling, loading) is kept in ``last_start``, a check's lock waits in ``last_lock_wait_s``.
 A check that takes the GPU-wide lock itself (a timed one) reports when it waits for it; that wait is
-not the check's time nor in its timeout. ``run`` takes a ``guard``, held only while the check itself
-runs (``measure/gpu_lock.py``), and a ``startup_guard`` held while a new child prepares the kernel;
+not the check's time nor in its timeout. A confined child cannot open the lock's files: it asks this
+process to take the lock for it (``{"lock": ...}`` requests, answered on its request pipe, granted
+only while a check runs and let go of when it ends: ``checks/lock_broker.py``). ``run`` takes a
+``guard``, held only while the check itself runs (``measure/gpu_lock.py``), and a
+``startup_guard`` held while a new child prepares the kernel;
 either is presumed hung after ``hold_s`` / ``startup_hold_s`` (``PresumeHung``: the hold ends,
 its mark keeps timings off the GPU until the check ends). The child's side, its memory release
 between checks and its out-of-memory retry, is ``checks/sandbox_child.py``.
@@ -50,8 +53,9 @@ from ..measure.gpu_lock import waited_seconds
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from .hang_presumption import PresumeHung
+from .lock_broker import LockBroker
 from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
-from .sandbox_confine import confined_command
+from .sandbox_confine import confined_command, confines
 from .warmup import WarmupClock, WarmupTimeout, budget_s
 
 OUTPUT_LIMIT = 1500  # characters of the child's output quoted in a failure
@@ -76,6 +80,7 @@ class SandboxClient:
         self.last_start: dict[str, float] | None = None  # the seconds of a start-up the last run() made
         self.last_lock_wait_s = self.last_warmup_s = 0.0  # the last check's waits for the GPU lock, its warm-up
         self.progress: Callable[[str], None] | None = None  # where warm-up progress is said (the runner)
+        self.broker = LockBroker(None)  # the GPU lock, taken here for a confined child (checks/lock_broker.py)
 
     def target(self, spec: str, index: int) -> None:
         self.spec, self.index = spec, index
@@ -89,7 +94,9 @@ class SandboxClient:
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
         env["PYTHONUNBUFFERED"] = "1"  # a print just before os._exit() or a crash still reaches the log
         self._spawned = time.monotonic()
-        cmd, confined = confined_command(cmd, self.spec, self.rootdir, env)  # none unless asked
+        cmd, confined, env = confined_command(cmd, self.spec, self.rootdir, env)  # none unless asked
+        self.broker.end()
+        self.broker = LockBroker(env if confines(self.spec) else None)
         self.proc = subprocess.Popen(cmd, pass_fds=(to_child_r, from_child_w), stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                      cwd=self.rootdir, start_new_session=True, **confined)
@@ -112,21 +119,25 @@ class SandboxClient:
 
     def _receive(self, timeout: float | None) -> dict[str, Any] | None:
         """The next message, or None when the child died; raises TimeoutError (never with
-        ``timeout=None``)."""
+        ``timeout=None``). The child's GPU lock requests are served on the way (``self.broker``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while b"\n" not in self.buffer:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise TimeoutError
-            ready, _, _ = select.select([self.reader_fd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self.reader_fd, 1 << 16)
-            if not chunk:
-                return None
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+        while True:
+            while b"\n" not in self.buffer:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError
+                ready, _, _ = select.select([self.reader_fd], [], [], left)
+                if not ready:
+                    continue
+                chunk = os.read(self.reader_fd, 1 << 16)
+                if not chunk:
+                    return None
+                self.buffer += chunk
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if not (isinstance(message, dict) and "lock" in message):
+                return message
+            self.broker.handle(message, self.writer)
 
     def _check_reply(self, timeout: float, hung: PresumeHung | None = None) -> dict[str, Any] | None:
         """The check's reply; ``timeout`` counts only while the check neither waits for the GPU lock
@@ -193,6 +204,7 @@ class SandboxClient:
         if self.proc.poll() is None:
             _kill_group(self.proc.pid)
             self.proc.wait()
+        self.broker.end()  # what the parent held for it
         self.loaded = None
         for closer in (self.writer.close, lambda: os.close(self.reader_fd)):
             try:
@@ -239,7 +251,8 @@ class SandboxClient:
                 wait = limit - used if hung is None else hung.wait(used, limit - used)
                 try:
                     reply = self._receive(timeout=max(0.0, wait))
-                    break
+                    if reply is None or "event" not in reply:  # its own limit runs through a lock wait
+                        break
                 except TimeoutError:
                     if time.monotonic() - started >= limit:
                         raise
@@ -312,7 +325,7 @@ class SandboxClient:
         self.last_lock_wait_s = self.last_warmup_s = 0.0
         self.start(shape_text, startup_guard, startup_hold_s)
         waited = waited_seconds()
-        with (guard or contextlib.nullcontext)() as hold:
+        with (guard or contextlib.nullcontext)() as hold, self.broker.during_check():
             self.last_lock_wait_s = waited_seconds() - waited
             return self._run_check(check, shape, shape_text, params, options, timeout, why,
                                    PresumeHung.of(hold, hold_s))

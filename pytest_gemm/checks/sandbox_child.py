@@ -17,6 +17,10 @@ the kernel's own launcher runs (a Python launcher's workspace, a launch that nee
 local memory than the GPU has) stays the kernel's responsibility: it fails like any other
 error of the kernel (``fault``).
 
+A confined child (``PYTEST_GEMM_LOCK_BROKER`` set) cannot open the GPU lock's files: its
+``gpu_lock`` asks the parent for the lock instead (``checks/lock_broker.py`` lists those
+requests and their answers, which come back on the request pipe while a check runs).
+
 Test hook: the module named by ``PYTEST_GEMM_DISPATCH="module:function"`` replaces
 ``dispatch.run_check``; that module may also define ``prepare(kernel)`` and
 ``release_memory()``, which then replace the defaults below.
@@ -41,11 +45,12 @@ import ctypes
 
 from ..kernels.autotune import enable_result_cache
 from ..kernels.loader import load_spec
-from ..measure.gpu_lock import observe_waits, waited_seconds
+from ..measure.gpu_lock import observe_waits, use_broker, waited_seconds
 from ..measure.integrity import pin
 from ..measure.trace import call_entered, call_returned
 from ..measure.trace import prepare as prepare_trace
 from ..model.declaration import GemmSpecError
+from .lock_broker import BROKER_ENV, asker
 from .warmup import watching
 
 STARTED = time.monotonic()  # when this module was imported: the child's interpreter is up
@@ -313,9 +318,11 @@ def child(read_fd: int, write_fd: int) -> None:
 
     # a check that waits for the GPU lock says so: its parent stops the check's clock meanwhile
     observe_waits(lambda waiting: send({"event": "lock_wait" if waiting else "lock_held"}))
+    if os.environ.get(BROKER_ENV):  # confined: the lock's files are not here, the parent takes it for us
+        use_broker(asker(send, reader), send)
     run_check, prepare, release = hooks()
     kernel = None
-    for line in reader:
+    for line in iter(reader.readline, ""):  # readline: the broker reads its answers from the same pipe
         request = json.loads(line)
         facts: dict[str, Any] = {}
         started, waited, warmup_s = time.perf_counter(), waited_seconds(), 0.0

@@ -1,4 +1,6 @@
-"""The kernel's child process confined (``kernels/confine.py``): its command and Popen arguments."""
+"""The kernel's child process confined (``kernels/confine.py``): its command, Popen arguments and
+environment. It writes no file of the run's: the GPU lock is taken for it by its parent
+(``checks/lock_broker.py``), so the lock's files and log are not in its sandbox."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,7 +8,8 @@ from typing import Any
 
 from ..kernels import confine
 from ..kernels.declared import spec_folder
-from ..measure.shared_files import shared_files, shared_readable
+from ..measure.shared_files import shared_readable
+from .lock_broker import child_env
 
 
 def confines(spec: str) -> bool:
@@ -15,10 +18,12 @@ def confines(spec: str) -> bool:
     return confine.active() != "none" and not spec.startswith("gemm:")
 
 
-def confined_command(cmd: list[str], spec: str, rootdir: str, env: dict[str, str]) -> tuple[list[str], dict[str, Any]]:
-    """The child's command and Popen arguments under the run's confinement (``kernels/confine.py``)."""
+def confined_command(cmd: list[str], spec: str, rootdir: str, env: dict[str, str]
+                     ) -> tuple[list[str], dict[str, Any], dict[str, str]]:
+    """The child's command, Popen arguments and environment under the run's confinement
+    (``kernels/confine.py``; unchanged when it runs unconfined)."""
     if not confines(spec):
-        return cmd, {}
+        return cmd, {}, env
     folder = spec_folder(spec, Path(rootdir))
-    return (confine.command(cmd, readable=[folder, *shared_readable(env)], chdir=folder, files=shared_files(env),
-                            caches=confine.compile_caches(spec)), confine.popen_kwargs())
+    return (confine.command(cmd, readable=[folder, *shared_readable(env)], chdir=folder,
+                            caches=confine.compile_caches(spec)), confine.popen_kwargs(), child_env(env))

@@ -248,17 +248,6 @@ def _cuda_paths() -> list[str]:
     return sorted(set(glob.glob("/usr/local/cuda*")) | {p for p in ("/usr/local/nvidia",) if os.path.isdir(p)})
 
 
-def _open_to_sandbox(files: Sequence[str]) -> None:
-    """The run's shared files (``measure/shared_files.py``) exist, and the sandbox's own user may write them."""
-    for f in files:
-        Path(f).parent.mkdir(parents=True, exist_ok=True)
-        Path(f).touch(exist_ok=True)
-        try:
-            os.chmod(f, 0o666)
-        except OSError:
-            pass
-
-
 _SCRATCH_POINT: list[str] = []
 
 
@@ -275,23 +264,22 @@ def _scratch_point() -> str:
     return _SCRATCH_POINT[0]
 
 
-def command(cmd: Sequence[str], *, readable: Sequence[Path | str], chdir: Path, files: Sequence[str] = (),
+def command(cmd: Sequence[str], *, readable: Sequence[Path | str], chdir: Path,
             level: str | None = None, caches: str | None = None) -> list[str]:
     """``cmd`` wrapped in the active confinement (unchanged with ``none``): it may read
-    ``readable`` and the Python environment, write its scratch only, the run's shared ``files``
-    (the GPU lock's), and its kernel's own ``caches`` (``compile_caches``)."""
+    ``readable`` and the Python environment, write its scratch only and its kernel's own
+    ``caches`` (``compile_caches``); no file of the run's (the GPU lock is taken for it by its
+    parent: ``checks/lock_broker.py``)."""
     level = level or _active
     if level == "none":
         return list(cmd)
-    files = list(files)
-    _open_to_sandbox(files)
     ro = _outermost(_python_paths() + _cuda_paths() + [str(Path(p).resolve()) for p in readable])
     own = [caches] if caches and os.path.isdir(caches) else []
     if level == "bubblewrap":
-        return _bubblewrap(cmd, ro, files + own, chdir, cache_env(caches if own else None))
+        return _bubblewrap(cmd, ro, own, chdir, cache_env(caches if own else None))
     scratch = _scratch_point()
     plan = {"read": sorted(set(ro + [p for p in SYSTEM_RO if os.path.exists(p)])), "write": [scratch, *own],
-            "files": files, "devices": sorted(glob.glob("/dev/nvidia*")) + list(DEVICES),
+            "devices": sorted(glob.glob("/dev/nvidia*")) + list(DEVICES),
             "scratch": scratch, "scratch_bytes": scratch_bytes(), "chdir": str(chdir),
             "env": cache_env(caches if own else None)}
     return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--net",

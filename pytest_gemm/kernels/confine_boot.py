@@ -2,7 +2,7 @@
 user, PID, network and mount namespaces (made by util-linux ``unshare``), it mounts a
 size-limited tmpfs on its scratch folder, restricts itself and every process it will start
 with a Landlock ruleset (read: the Python environment, the libraries, the submission; write:
-the scratch and the run's shared lock files; devices: the GPU's), then runs the command.
+the scratch and its kernel's compile caches; devices: the GPU's), then runs the command.
 
     python -m pytest_gemm.kernels.confine_boot PLAN_JSON -- COMMAND...
 """
@@ -34,7 +34,7 @@ def restrict(plan: dict[str, Any]) -> None:
     for path in plan["write"]:
         ruleset.allow(path)
     file_rw = FSAccess.all_file() & ~FSAccess.EXECUTE
-    for path in plan["files"] + [d for d in plan["devices"] if os.path.exists(d)]:
+    for path in [d for d in plan["devices"] if os.path.exists(d)]:
         ruleset.allow(path, rules=file_rw)
     ruleset.allow("/proc", rules=read)
     ruleset.apply()

@@ -37,6 +37,12 @@ ever: marks came and went so that one was always there (the H200's GPU suite at 
 timed hold in 505 s), so after ``MARK_PATIENCE_S`` it keeps the lock, which lets no new check
 start and so no new mark appear, and waits there for the marks there are (each ends at its
 check's timeout at the latest).
+A confined kernel's child (``checks/sandbox_confine.py``) cannot open the lock's files: they are
+not in its sandbox, so that a submission can neither hold the lock from its import nor write
+into the files. Its parent, the judging process, takes the lock for it (``checks/lock_broker.py``:
+the child's ``gpu_lock`` asks it over their pipe, through the hook ``use_broker``), only while a
+check it sent runs, and lets go of it when that check ends in any way. The child's waits, its
+reentrancy and its events are as above; the holds are the parent's (its pid in the log).
 ``PYTEST_GEMM_LOCK_LOG=PATH`` appends one JSON line per hold to PATH (pid, kind: ``x`` alone,
 ``s`` shared, ``r`` a presumed-hung check's mark, ``w`` a warming-up check's; what; and when it
 was asked for, held and released, in seconds since the epoch): ``tools/lock_log.py`` says from
@@ -52,7 +58,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 LOCK_DIR_ENV = "PYTEST_GEMM_LOCK_DIR"
 LOCK_ENV = "PYTEST_GEMM_GPU_LOCK"
@@ -103,6 +109,19 @@ _HELD: dict[Path, bool] = {}  # lock file -> held exclusively, by this process
 _WAIT_OBSERVERS: list[Callable[[bool], None]] = []
 _WAITED_S = [0.0]  # seconds this process has waited for the lock, in all
 _WAIT_ENDED = [0.0]  # when (time.monotonic) this process last stopped waiting for it
+
+
+_BROKER: list[tuple[Callable[[dict[str, Any]], dict[str, Any]], Callable[[dict[str, Any]], None]]] = []
+
+
+def use_broker(ask: Callable[[dict[str, Any]], dict[str, Any]], tell: Callable[[dict[str, Any]], None]) -> None:
+    """From now on this process's holds are taken by another process (a confined kernel's child:
+    its parent, ``checks/lock_broker.py``): ``ask(request)`` sends a request and returns its
+    answer (raising when it is refused), ``tell(request)`` sends one that has none. The requests:
+    ``{"lock": "acquire", "exclusive", "what"}``, ``{"lock": "step_aside", "pause_s"}`` (its answer's
+    ``stepped``: ``GpuHold.step_aside``'s result), ``{"lock": "presume_hung", "warming"}``,
+    ``{"lock": "release"}``."""
+    _BROKER[:] = [(ask, tell)]
 
 
 def observe_waits(observer: Callable[[bool], None]) -> None:
@@ -220,6 +239,43 @@ class GpuHold:
         return True
 
 
+class BrokeredHold(GpuHold):
+    """A hold another process takes for this one (``use_broker``): the same waits and reentrancy,
+    no file opened here."""
+
+    def acquire(self) -> None:
+        self._asked = time.time()
+        with _waiting():
+            _BROKER[0][0]({"lock": "acquire", "exclusive": self.exclusive, "what": self.what})
+        self._held = time.time()
+        self._fds = (-1, -1)  # held by the other process: nothing to close here
+        _HELD[self.lock_path] = self.exclusive
+
+    def _let_go(self) -> None:
+        if self._fds is not None:
+            _HELD.pop(self.lock_path, None)
+            self._fds = None
+
+    def release(self) -> None:
+        if self._fds is not None or self._running_fd is not None:
+            self._let_go()
+            self._running_fd = None
+            _BROKER[0][1]({"lock": "release"})
+
+    def presume_hung(self, warming: bool = False) -> None:
+        if not self.owner or self.exclusive or (self._fds is None and self._running_fd is None):
+            return
+        _BROKER[0][1]({"lock": "presume_hung", "warming": warming})
+        self._running_fd = -1  # the mark is the other process's
+        self._let_go()
+
+    def step_aside(self, pause_s: float) -> bool:
+        if self._fds is None or not self.owner:
+            return False
+        with _waiting():
+            return bool(_BROKER[0][0]({"lock": "step_aside", "pause_s": pause_s}).get("stepped"))
+
+
 def _marked_running(path: Path) -> bool:
     """Does some check presumed hung still run (a shared lock on ``path``)?"""
     fd = _open(path)
@@ -275,7 +331,7 @@ def gpu_lock(exclusive: bool, key: str | None = None, directory: str | None = No
                                "release the shared hold first")
         yield GpuHold(exclusive, key, directory, what)
         return
-    hold = GpuHold(exclusive, key, directory, what, owner=True)
+    hold = (BrokeredHold if _BROKER else GpuHold)(exclusive, key, directory, what, owner=True)
     hold.acquire()
     try:
         yield hold
