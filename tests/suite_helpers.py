@@ -27,7 +27,8 @@ def nvrtc_missing() -> str | None:
     try:
         nvrtc.nvrtcVersion()
     except Exception as exc:  # the wheel is there but libnvrtc cannot be loaded
-        return f"NVRTC cannot be loaded ({exc}); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
+        why = " ".join(str(exc).split())  # one line: cuda-pathfinder's message ends in a newline
+        return f"NVRTC cannot be loaded ({why}); install pytest-gemm[cuda12] or pytest-gemm[cuda13]"
     return None
 
 

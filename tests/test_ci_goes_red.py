@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from suite_helpers import ci_toolchain_problem, load_declarations
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,6 +19,29 @@ def test_ci_with_no_nvrtc_is_a_problem_and_elsewhere_a_skip():
     assert "libnvrtc.so.12" in ci_toolchain_problem({"CI": "true"}, broken)
     assert ci_toolchain_problem({"CI": "true"}, lambda: None) is None
     assert ci_toolchain_problem({}, broken) is None and ci_toolchain_problem({"CI": "false"}, broken) is None
+
+
+#: What cuda-pathfinder says when the NVRTC wheel's library is gone: its message ends in a newline.
+NOT_FOUND = ('Failure finding "libnvrtc.so.13 or libnvrtc.so.12": No such file: libnvrtc.so.13 or '
+             'libnvrtc.so.12\n')
+
+
+def test_nvrtc_that_cannot_load_is_one_line_in_ci_and_for_the_user(monkeypatch):
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
+    from pytest_gemm.kernels import compiler
+    from suite_helpers import nvrtc_missing
+
+    def broken():
+        raise RuntimeError(NOT_FOUND)
+
+    monkeypatch.setattr(nvrtc, "nvrtcVersion", broken)
+    monkeypatch.setattr(compiler, "_NVRTC_LOADS", [])
+    ci = ci_toolchain_problem({"CI": "true"})
+    assert "libnvrtc.so.12" in ci and "\n" not in ci, ci
+    with pytest.raises(compiler.GemmToolchainError) as failed:
+        compiler._nvrtc()
+    assert "libnvrtc.so.12; install" in str(failed.value) and "\n" not in str(failed.value), str(failed.value)
+    assert "\n" not in (nvrtc_missing() or "\n")
 
 
 def test_the_nvrtc_step_fails_under_ci_when_nvrtc_cannot_load(tmp_path):

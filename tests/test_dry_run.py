@@ -151,6 +151,19 @@ def test_with_no_gpu_a_hanging_launcher_is_bounded_by_gemm_timeout_and_says_it_w
     assert "hangs: timeout (launch 64x64x64)" in text and "did not return within 5 s (--gemm-timeout)" in text, text
     assert "launchers:hangs: waiting for the launcher called with stand-in arrays (no GPU)" in text, text
     assert "its own code hangs before any GPU work" in text and "fails before" not in text, text
+    # where it hung: the launcher's own line (its loop), not the harness's
+    lines = [i + 1 for i, line in enumerate(LAUNCHERS.lstrip("\n").splitlines())
+             if line.strip() in ("while True:", "pass")]
+    assert re.search(rf"\(it was at \S*launchers\.py:({'|'.join(map(str, lines))})\)", text), text
+
+
+def test_a_hang_is_placed_at_the_launcher_s_innermost_own_frame():
+    dumped = ("Timeout (0:00:04)!\nThread 0x00007f (most recent call first):\n"
+              '  File "/usr/lib/python3.12/threading.py", line 355 in wait\n'
+              '  File "/home/me/k.py", line 9 in helper\n  File "/home/me/k.py", line 4 in launch\n'
+              '  File "/v/pytest_gemm/kernels/dry_run.py", line 200 in call\n')
+    assert dry_run.hung_at(dumped, libraries=("/usr/lib/python3.12", "/v/pytest_gemm")) == "/home/me/k.py:9"
+    assert dry_run.hung_at("", libraries=()) == ""
 
 
 def test_a_library_s_complaint_about_stand_ins_names_the_library_and_the_user_s_line():

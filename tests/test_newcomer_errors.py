@@ -32,6 +32,17 @@ def test_a_keyword_typo_is_reported_at_the_user_s_line(pytester: pytest.Pytester
     assert "declaration.py" not in text and "Traceback" not in text, text
 
 
+def test_a_keyword_typo_in_a_declaration_written_as_the_readme_does_is_at_the_keyword_s_line(pytester: pytest.Pytester):
+    # one keyword a line, as README.md declares a kernel: the typo's line, not the statement's first
+    pytester.makefile(".cu", mm=BAD_CU)
+    pytester.makepyfile(mine="from pytest_gemm import CudaKernel\n\nk = CudaKernel(\n    source='mm.cu',\n"
+                             "    entry='mm',\n    block=(16, 16),\n    tiles=(16, 16),\n)\n")
+    result = pytester.runpytest_subprocess("--gemm-kernel", "mine.py:k", "-p", "no:cacheprovider")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert re.search(r"failed at \S*mine\.py:7: GemmSpecError: CudaKernel: unknown keyword argument tiles=", text), text
+
+
 def test_nvrtc_s_warning_about_old_architectures_is_not_the_kernel_s_log():
     from pytest_gemm.kernels.compiler import without_arch_deprecation
 

@@ -107,7 +107,8 @@ def _nvrtc():
         try:  # cuda.bindings loads libnvrtc on the first call: a broken install fails here
             err = nvrtc.nvrtcVersion()[0]
         except Exception as exc:
-            raise GemmToolchainError(f"NVRTC does not load: {type(exc).__name__}: {exc}; {INSTALL_HINT}") from exc
+            why = " ".join(str(exc).split())  # one line: cuda-pathfinder's message ends in a newline
+            raise GemmToolchainError(f"NVRTC does not load: {type(exc).__name__}: {why}; {INSTALL_HINT}") from exc
         if int(err) != 0:
             raise GemmToolchainError(f"NVRTC does not work: nvrtcVersion returned {err!r}; {INSTALL_HINT}")
         _NVRTC_LOADS.append(True)

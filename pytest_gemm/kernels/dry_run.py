@@ -12,11 +12,14 @@ end its process. :func:`classify` is pure and unit-tested.
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
+import time
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,6 +41,10 @@ DEFAULT_TIMEOUT = 120.0  # like the sandbox's start-up limit: importing the laun
 NOT_INSTALLED = "(not installed here)"
 #: Seconds of a dry run after which the run says what it is waiting for.
 SAY_WAITING_AFTER = 3.0
+#: The child's deadline (epoch seconds): just before it, it writes its Python stack to stderr, so a
+#: hang is reported at the launcher's own line (``faulthandler``; no signal crosses a confinement).
+DEADLINE_ENV = "PYTEST_GEMM_DRY_RUN_DEADLINE"
+_DUMPED_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in ', re.M)
 
 
 class NeedsGpu(BaseException):
@@ -107,7 +114,8 @@ class DryResult:
             return f"the launcher raised {self.message} at {self.where}, before it used its arrays or a GPU library"
         if self.outcome == EXITED:
             return f"the launcher ended its process ({self.message}) before it used its arrays or a GPU library"
-        return f"the launcher {self.message}, before it used its arrays or a GPU library"
+        at = f" (it was at {self.where})" if self.where else ""
+        return f"the launcher {self.message}{at}, before it used its arrays or a GPU library"
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -194,6 +202,15 @@ def call(fn: Any, precision: str, shape: tuple[int, int, int], takes_alpha_beta:
     return classify(None, [])
 
 
+def hung_at(stderr: str, libraries: tuple[str, ...] | None = None) -> str:
+    """file:line of the launcher's own innermost frame in the stack the child dumped before its
+    deadline (faulthandler's, innermost first); "" when there is none."""
+    for filename, line in _DUMPED_FRAME.findall(stderr):
+        if not is_library_file(filename, libraries):
+            return f"{filename}:{line}"
+    return ""
+
+
 def _kill_group(child: subprocess.Popen) -> None:
     """End a hung dry run and whatever it started (its own session; a confined one ends with it)."""
     try:
@@ -211,6 +228,7 @@ def in_child(spec: str, index: int, shape: tuple[int, int, int], rootdir: str,
     why = "--gemm-timeout" if timeout is not None else "the default; see --gemm-timeout"
     cmd = [sys.executable, "-m", "pytest_gemm.kernels.dry_run", spec, str(index), *map(str, shape)]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no GPU work in a dry run, even on a GPU machine
+    env[DEADLINE_ENV] = repr(time.time() + limit - min(1.0, limit / 5))
 
     folder = spec_folder(spec, Path(rootdir))
     if confine.active() != "none":  # it starts in the spec's folder
@@ -230,8 +248,8 @@ def in_child(spec: str, index: int, shape: tuple[int, int, int], rootdir: str,
                 out, err = child.communicate(timeout=limit - SAY_WAITING_AFTER)
         except subprocess.TimeoutExpired:
             _kill_group(child)
-            child.communicate()
-            return DryResult(HUNG, "", f"did not return within {limit:g} s ({why}) with stand-in arrays")
+            _, err = child.communicate()
+            return DryResult(HUNG, hung_at(err or ""), f"did not return within {limit:g} s ({why}) with stand-in arrays")
     for line in reversed(out.splitlines()):
         if line.startswith("{") and '"outcome"' in line:
             return DryResult(**json.loads(line))
@@ -264,8 +282,13 @@ def main(argv: list[str]) -> int:
     spec, index, m, n, k = argv[0], int(argv[1]), *map(int, argv[2:5])
 
     rootdir = Path.cwd()
+    deadline = float(os.environ.get(DEADLINE_ENV) or 0)
+    if deadline:  # where a hang is, for hung_at: the parent kills this process at its limit
+        faulthandler.dump_traceback_later(max(deadline - time.time(), 0.05), file=sys.stderr)
     kernel = load_spec(spec, rootdir, each=True)[index]
     result = call(kernel.fn, kernel.precision, (m, n, k), kernel.takes_alpha_beta)  # type: ignore[union-attr]
+    if deadline:
+        faulthandler.cancel_dump_traceback_later()
     sys.stdout.write("\n" + json.dumps(asdict(result)) + "\n")
     sys.stdout.flush()
     return 0

@@ -5,6 +5,7 @@ spec and the fix; the plugin turns it into a pytest.UsageError (no traceback).
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import importlib.util
@@ -95,7 +96,27 @@ def _where(exc: BaseException) -> str:
         return f"{exc.filename}:{exc.lineno}"
     package = str(Path(__file__).resolve().parent.parent) + os.sep
     theirs = [f for f in frames if not str(Path(f.filename).resolve()).startswith(package)] or frames
-    return f"{theirs[-1].filename}:{theirs[-1].lineno}" if theirs else "?"
+    if not theirs:
+        return "?"
+    line = _keyword_line(theirs[-1].filename, theirs[-1].lineno or 0, getattr(exc, "keyword", None))
+    return f"{theirs[-1].filename}:{line or theirs[-1].lineno}"
+
+
+def _keyword_line(filename: str, lineno: int, keyword: str | None) -> int | None:
+    """The line of ``keyword=`` in the call that starts at ``lineno`` of ``filename`` (a
+    declaration written one keyword a line reports ``tiles=`` at its own line); None if not found."""
+    if not keyword:
+        return None
+    try:
+        tree = ast.parse(Path(filename).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno <= lineno <= (node.end_lineno or node.lineno):
+            found = [k.lineno for k in node.keywords if k.arg == keyword]
+            if found:
+                return found[0]
+    return None
 
 
 #: Packages a kernel's module may import that an extra of pytest-gemm installs (its name in

@@ -16,7 +16,9 @@ def check_keywords(what: str, given: dict[str, Any], valid: Sequence[str], error
     for key in given:
         near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
         hint = f"did you mean {near[0]}=?" if near else f"valid keywords: {', '.join(valid)}"
-        raise error(f"{what}: unknown keyword argument {key}=; {hint}")
+        failure = error(f"{what}: unknown keyword argument {key}=; {hint}")
+        failure.keyword = key  # type: ignore[attr-defined]  # its line, for the loader: loader._where
+        raise failure
 
 
 def strict_init(cls: type, error: type[Exception]) -> None:
