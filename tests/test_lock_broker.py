@@ -81,6 +81,11 @@ def lock_env(tmp_path, monkeypatch) -> dict[str, str]:
     env = fakegpu.env(tmp_path, PYTEST_GEMM_LOCK_LOG=str(log))
     monkeypatch.setenv(LOCK_DIR_ENV, env[LOCK_DIR_ENV])
     monkeypatch.setenv(LOG_ENV, str(log))  # a gradebook sets it for its judging processes too
+    # this process judges: the folders its PYTHONPATH names are what a confined child may import
+    # from (kernels/confine.py), and the child's dispatch is fakegpu's, in tests/ (a clean clone
+    # with no PYTHONPATH set bound only pytest_gemm/: CI at f8b3c1d, "No module named 'fakegpu'")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(fakegpu.__file__).parent),
+                                                      os.environ.get("PYTHONPATH", "")]))
     return env
 
 
