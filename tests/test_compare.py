@@ -226,6 +226,10 @@ def test_meta_with_no_gpu_is_nulls_not_errors(tmp_path):
     assert meta["gpu"] is None and meta["clocks"] == {"start": None, "end": None}
     assert meta["kernels"] == [{"dir": str(tmp_path), "commit": None, "dirty": None}]
     assert "GPU none" in short_form(meta)
+    # no GPU and no driver: said so, not "driver ?" (a newcomer's header); a GPU whose driver
+    # version could not be read is the unknown one
+    assert ", no driver, GPU none" in short_form(dict(meta, driver=None))
+    assert ", driver ?, GPU NVIDIA H200" in short_form(dict(meta, driver=None, gpu="NVIDIA H200"))
 
 
 def test_meta_names_the_kernels_commit_and_whether_it_was_modified(tmp_path):

@@ -127,6 +127,8 @@ def short_form(meta: dict[str, Any] | None) -> str:
         return str(meta.get(key) or "?")
 
     driver = f"driver {v('driver')}" + (f" (CUDA {meta['driver_cuda']})" if meta.get("driver_cuda") else "")
+    if not meta.get("driver") and not meta.get("gpu"):
+        driver = "no driver"  # not "driver ?": nothing unknown about a machine with no GPU
     parts = [f"pytest-gemm {v('pytest_gemm')}", f"CuPy {v('cupy')}", f"CUDA runtime {v('cuda_runtime')}",
              f"NVRTC {v('nvrtc')}", driver, f"GPU {meta.get('gpu') or 'none'}"]
     commits = [c["commit"][:7] + (" (modified)" if c.get("dirty") else "")
