@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
 from . import arches as _arches
-from .declaration import (EmptyGridError, GemmSpecError, check_arches, check_keywords, grid_takes_device,
-                          strict_init)
+from .declaration import EmptyGridError, GemmSpecError, check_arches, check_keywords, grid_takes_device, strict_init
 from .prototype import SQUARE_HINT, problems
 from .precision import PRECISIONS
 
@@ -165,12 +164,14 @@ class CudaKernel:
                     pass
 
     # -- validation -------------------------------------------------------
-    def validate(self) -> None:
-        """Raise GemmSpecError naming what is wrong; called by the loader."""
+    def validate(self, *, build: bool = False) -> None:
+        """Raise GemmSpecError naming what is wrong; called by the loader. ``build``: a launcher's
+        ``builds=`` entry, whose parameters are the launcher's business (``lda``, no ``M``...)."""
         label = f"kernel {self.name!r}"
         if not isinstance(self.entry, str) or not self.entry.strip():
             raise GemmSpecError(f"{label}: entry must name the kernel function, e.g. entry=\"mm_tiled\"")
-        parse_signature(self.signature)
+        if not build:
+            parse_signature(self.signature)
         self.min_cc, self.multiple_of = _check_common(label, self.precision, self.min_cc, self.multiple_of)
         _check_beta_zero(label, self.beta_zero)
         self.block = _int_tuple(self.block, 3, f"{label}: block")
@@ -197,7 +198,7 @@ class CudaKernel:
         if self.arches is not None:
             self.arches = check_arches(label, self.arches)
         self.source_path()  # a missing file is reported now, not at compile time
-        found = problems(*self.source_text(), self.entry.strip(), self.tokens, self.precision)  # model/prototype.py
+        found = problems(*self.source_text(), self.entry.strip(), None if build else self.tokens, self.precision)
         if found:
             raise GemmSpecError(f"{label}: {'; '.join(found)}")
 
@@ -320,7 +321,7 @@ class PyKernel:
                 raise GemmSpecError(f"{label}: builds= lists pytest_gemm.CudaKernel(...) declarations (source, entry, "
                                     f"options, arches) of the CUDA C the launcher compiles; got a {type(build).__name__}")
             try:
-                build.validate()
+                build.validate(build=True)
             except GemmSpecError as exc:
                 raise GemmSpecError(f"{label}: builds: {exc}") from None
         params = _positional_params(self.fn)

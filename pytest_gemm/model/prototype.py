@@ -145,8 +145,9 @@ def _square_only(params: list[str] | tuple[str, ...]) -> bool:
     return all(d > 0 for _, d in pointers) and depth == 0 and kind in _SCALARS and kind not in _FLOATING
 
 
-def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...], precision: str) -> list[str]:
-    """What the declaration gets wrong about the C prototype of ``entry`` (empty: nothing seen)."""
+def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...] | None, precision: str) -> list[str]:
+    """What the declaration gets wrong about the C prototype of ``entry`` (empty: nothing seen).
+    ``tokens`` None: only the entry and its template arguments are judged (a launcher's build)."""
     base, _, rest = entry.partition("<")
     base = base.strip()
     args = _split(rest[:rest.rfind(">")]) if rest else None
@@ -175,7 +176,7 @@ def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...], pr
                 example = "a number such as 16" if want == "value" else "a type such as float"
                 out.append(f"entry {entry!r}: template argument {arg!r} is a {got}, but {where} declares "
                            f"{tparam!r} (a {want}): give {example}")
-    if any("..." in p or "#" in p for p in proto.params):  # variadic, or parameters that -D options pick
+    if tokens is None or any("..." in p or "#" in p for p in proto.params):  # variadic, or -D-picked parameters
         return out
     if len(proto.params) != len(tokens):
         out.append(f"signature {','.join(tokens)!r} has {len(tokens)} tokens, but {where} takes "
