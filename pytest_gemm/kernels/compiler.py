@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..model.contract import CudaKernel
+from .compile_hints import include_hint
 import struct
 from ..model.arches import unsupported_reason
 from ..model.arches import installed_arches, normalize, nvrtc_supported
@@ -26,10 +27,8 @@ class GemmCompileError(Exception):
 
     def __init__(self, kernel_name: str, arch: str, filename: str, log: str):
         self.kernel_name, self.arch, self.filename, self.log = kernel_name, arch, filename, log
-        super().__init__(
-            f"kernel {kernel_name!r}: CUDA compile error in {filename} for {arch}:\n{log.strip()}\n"
-            f"fix the error at the file(line) shown above and run again"
-        )
+        super().__init__(f"kernel {kernel_name!r}: CUDA compile error in {filename} for {arch}:\n{log.strip()}\n"
+                         + (include_hint(log) or "fix the error at the file(line) shown above and run again"))
 
 
 class GemmEntryError(GemmCompileError):
