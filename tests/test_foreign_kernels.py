@@ -147,3 +147,17 @@ def test_the_same_file_with_its_host_lines_guarded_compiles(pytester: pytest.Pyt
     result, text = _compile_only(pytester, guarded)
     assert result.ret == 0, text
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("source, entry, signature", [
+    (NO_M_CU, "MatrixMul<32>", "C,A,B,K,N"),        # no M: 'missing M'
+    (LDA_CU, "sgemm<16>", "M,N,K,A,B,C"),           # leading dimensions: 'has 6 tokens'
+    (HALF_C_CU, "hgemm", "A,B,C,M,N,K"),            # half C, size_t sizes
+])
+def test_a_kernel_whose_parameters_are_not_the_contract_s_hears_how_to_test_it_unchanged(source, entry, signature):
+    """Not only 'declare it float*' (an edit of someone else's kernel): the launcher way too."""
+    precision = "fp16" if "half" in source else "fp32"
+    with pytest.raises(GemmSpecError) as info:
+        CudaKernel(source=source, entry=entry, block=(32,), tile=(16, 16), signature=signature,
+                   precision=precision).validate()
+    assert str(info.value).endswith("(@kernel with builds=: docs/kernels.md, 'Kernels from another repository')")

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence, Union
 
 from . import arches as _arches
 from .declaration import EmptyGridError, GemmSpecError, check_arches, check_keywords, grid_takes_device, strict_init
-from .prototype import SQUARE_HINT, problems
+from .prototype import LAUNCHER_HINT, SQUARE_HINT, problems
 from .precision import PRECISIONS
 
 SIGNATURE_TOKENS = ("A", "B", "C", "M", "N", "K", "alpha", "beta")
@@ -55,7 +55,7 @@ def parse_signature(signature: str) -> tuple[str, ...]:
         raise GemmSpecError(
             f"signature {signature!r} is missing {', '.join(missing)}; "
             "a GEMM kernel takes at least A, B, C, M, N, K in the order its C++ parameters are declared"
-            + (f"; {SQUARE_HINT}" if square else "")
+            + (f"; {SQUARE_HINT}" if square else f"; {LAUNCHER_HINT}")
         )
     if ("alpha" in tokens) != ("beta" in tokens):
         raise GemmSpecError(f"signature {signature!r}: alpha and beta come together; give both or neither")

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 SQUARE_HINT = ("a kernel written for square matrices (one size N) is also run on non-square shapes here: give it "
                "M, N and K (A is M x K, B is K x N, C is M x N, row-major) and use each where N stood for it")
 
+#: Said where a kernel's parameters are not the contract's: the way to test it unchanged.
+LAUNCHER_HINT = ("or, to test the kernel unchanged, call it from a Python launcher that passes its own arguments "
+                 "(@kernel with builds=: docs/kernels.md, 'Kernels from another repository')")
+
 #: Element types of the A and B pointers for each precision, and their spellings in C.
 _ELEMENT = {"float": "float", "double": "double", "__half": "__half", "half": "__half",
             "__nv_bfloat16": "__nv_bfloat16", "nv_bfloat16": "__nv_bfloat16", "int": "int",
@@ -181,7 +185,8 @@ def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...] | N
     if len(proto.params) != len(tokens):
         out.append(f"signature {','.join(tokens)!r} has {len(tokens)} tokens, but {where} takes "
                    f"{len(proto.params)} parameters ({', '.join(proto.params)}); the signature names the C "
-                   f"parameters in order, one token each" + (f"; {SQUARE_HINT}" if _square_only(proto.params) else ""))
+                   f"parameters in order, one token each" + (f"; {SQUARE_HINT}" if _square_only(proto.params) else
+                                                             f"; {LAUNCHER_HINT}"))
         return out
     for token, param in zip(tokens, proto.params):
         typed = _param_type(param)
@@ -206,4 +211,4 @@ def problems(source: str, filename: str, entry: str, tokens: tuple[str, ...] | N
         elif token in ("M", "N", "K", "alpha", "beta") and depth > 0 and kind in _SCALARS:
             out.append(f"parameter {param!r} of {where} is {token} by the signature, which is passed by value; "
                        "check the order of the signature's tokens")
-    return out
+    return out[:-1] + [f"{out[-1]}; {LAUNCHER_HINT}"] if out else out
