@@ -273,6 +273,9 @@ def test_a_hang_is_killed_after_the_timeout_and_the_next_check_runs_in_a_fresh_p
     assert "sleep at 2x3x4 did not finish within 2 s" in exc.summary
     assert "killed" in exc.summary
     assert any("fake: sleeping" in d for d in exc.details), exc.details
+    # and where it was when its time ran out: the launcher's own line, innermost first
+    assert any(d.startswith("where it was, innermost first: ") and "fake_dispatch.py:" in d and "in run_check" in d
+               for d in exc.details), exc.details
     assert took < 30, f"the timeout of 2 s took {took:.1f} s to act"
     assert _gone(before)
     # everything the kernel started dies with it (the child is its own process group)

@@ -53,6 +53,7 @@ from ..measure.gpu_lock import waited_seconds
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from .hang_presumption import PresumeHung
+from .hang_stack import STACK_FD_ENV, ask
 from .lock_broker import LockBroker
 from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
 from .sandbox_confine import confined_command, confines
@@ -88,16 +89,18 @@ class SandboxClient:
     def _start(self) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        self.log = tempfile.TemporaryFile()
+        self.log, self.stack = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         cmd = [sys.executable, "-m", "pytest_gemm.checks.sandbox_child", str(to_child_r), str(from_child_w)]
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
         env["PYTHONUNBUFFERED"] = "1"  # a print just before os._exit() or a crash still reaches the log
+        stack = () if confines(self.spec) else (self.stack.fileno(),)  # where it was, if it times out (hang_stack.py)
+        env.update({STACK_FD_ENV: str(fd) for fd in stack})
         self._spawned = time.monotonic()
         cmd, confined, env = confined_command(cmd, self.spec, self.rootdir, env)  # none unless asked
         self.broker.end()
         self.broker = LockBroker(env if confines(self.spec) else None)
-        self.proc = subprocess.Popen(cmd, pass_fds=(to_child_r, from_child_w), stdout=self.log,
+        self.proc = subprocess.Popen(cmd, pass_fds=(to_child_r, from_child_w, *stack), stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                      cwd=self.rootdir, start_new_session=True, **confined)
         os.close(to_child_r)
@@ -346,9 +349,10 @@ class SandboxClient:
             raise GemmCheckFailure(cat.TIMEOUT, exc.summary(check, shape_text), self._with_output([], since)) from None
         except TimeoutError:
             self.check_timed_out = True
+            at = ask(self.proc.pid, self.stack) if self.proc is not None and not self.broker.confined else ""
             self.stop()
             details = self._with_output(["an endless loop, a deadlock at a barrier some threads never reach, "
-                                         "or a kernel far slower than the timeout allows"], since)
+                                         "or a kernel far slower than the timeout allows", *([at] if at else [])], since)
             raise GemmCheckFailure(cat.TIMEOUT, f"{check} at {shape_text} did not finish within {timeout:.4g} s "
                                    f"({why}); the kernel's process was killed", details) from None
         if reply is None:
