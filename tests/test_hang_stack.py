@@ -1,8 +1,8 @@
-"""Where a timed-out check was (checks/hang_stack.py): the line quoted from faulthandler's dump.
+"""Where a timed-out check was (kernels/hang_stack.py): the line quoted from faulthandler's dump.
 The whole path, a child signalled before it is killed, is tests/test_sandbox.py's hang test."""
 from __future__ import annotations
 
-from pytest_gemm.checks.hang_stack import FRAMES, where
+from pytest_gemm.kernels.hang_stack import FRAMES, where
 
 DUMP = """Stack (most recent call first):
   File "/home/u/launch.py", line 12 in wait_for_it

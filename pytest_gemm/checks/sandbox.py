@@ -53,7 +53,7 @@ from ..measure.gpu_lock import waited_seconds
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from .hang_presumption import PresumeHung
-from .hang_stack import STACK_FD_ENV, ask
+from ..kernels.hang_stack import STACK_FD_ENV, ask
 from .lock_broker import LockBroker
 from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
 from .sandbox_confine import confined_command, confines
@@ -94,12 +94,13 @@ class SandboxClient:
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")])
         env["PYTHONUNBUFFERED"] = "1"  # a print just before os._exit() or a crash still reaches the log
-        stack = () if confines(self.spec) else (self.stack.fileno(),)  # where it was, if it times out (hang_stack.py)
+        confined_child = confines(self.spec)
+        stack = () if confined_child else (self.stack.fileno(),)  # where it was, if it times out (kernels/hang_stack.py)
         env.update({STACK_FD_ENV: str(fd) for fd in stack})
         self._spawned = time.monotonic()
         cmd, confined, env = confined_command(cmd, self.spec, self.rootdir, env)  # none unless asked
         self.broker.end()
-        self.broker = LockBroker(env if confines(self.spec) else None)
+        self.broker = LockBroker(env if confined_child else None)
         self.proc = subprocess.Popen(cmd, pass_fds=(to_child_r, from_child_w, *stack), stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                      cwd=self.rootdir, start_new_session=True, **confined)

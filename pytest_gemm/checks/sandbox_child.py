@@ -50,7 +50,7 @@ from ..measure.integrity import pin
 from ..measure.trace import call_entered, call_returned
 from ..measure.trace import prepare as prepare_trace
 from ..model.declaration import GemmSpecError
-from .hang_stack import listen
+from ..kernels.hang_stack import listen
 from .lock_broker import BROKER_ENV, asker
 from .warmup import watching
 
@@ -306,7 +306,7 @@ def _failure_reply(request: dict[str, Any], exc: BaseException, facts: dict[str,
 
 def child(read_fd: int, write_fd: int) -> None:
     _die_with_parent()
-    listen(os.environ)  # where it is, should a check time out (checks/hang_stack.py)
+    listen(os.environ)  # where it is, should a check time out (kernels/hang_stack.py)
     reader = os.fdopen(read_fd, "r")
     writer = os.fdopen(write_fd, "w", buffering=1)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
-import re
 import subprocess
 import sys
 import sysconfig
@@ -27,6 +26,7 @@ from typing import Any, Callable, NoReturn
 from ..model.precision import get_precision
 from . import confine
 from .declared import absolute_spec, spec_folder
+from .hang_stack import frames as dumped_frames
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from .loader import load_spec
@@ -44,7 +44,6 @@ SAY_WAITING_AFTER = 3.0
 #: The child's deadline (epoch seconds): just before it, it writes its Python stack to stderr, so a
 #: hang is reported at the launcher's own line (``faulthandler``; no signal crosses a confinement).
 DEADLINE_ENV = "PYTEST_GEMM_DRY_RUN_DEADLINE"
-_DUMPED_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in ', re.M)
 
 
 class NeedsGpu(BaseException):
@@ -205,7 +204,7 @@ def call(fn: Any, precision: str, shape: tuple[int, int, int], takes_alpha_beta:
 def hung_at(stderr: str, libraries: tuple[str, ...] | None = None) -> str:
     """file:line of the launcher's own innermost frame in the stack the child dumped before its
     deadline (faulthandler's, innermost first); "" when there is none."""
-    for filename, line in _DUMPED_FRAME.findall(stderr):
+    for filename, line, _ in dumped_frames(stderr):
         if not is_library_file(filename, libraries):
             return f"{filename}:{line}"
     return ""

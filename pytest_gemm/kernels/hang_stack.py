@@ -3,7 +3,8 @@ asks the child for its main thread's Python stack (``faulthandler`` on ``SIGUSR1
 a file the parent gave it), so the timeout names the line it was at: a launcher spinning in its
 own Python, waiting in ``torch.cuda.synchronize``, or a warm-up the watcher did not see
 (``checks/warmup.py``). Not for a confined child (the parent's pid for it is the sandbox's).
-``where`` is pure: tested on dumps of the form faulthandler writes."""
+``frames`` reads a faulthandler dump (the no-GPU dry run's too: ``kernels/dry_run.py``);
+``frames`` and ``where`` are pure: tested on dumps of the form faulthandler writes."""
 from __future__ import annotations
 
 import faulthandler
@@ -37,10 +38,15 @@ def ask(pid: int, dump: IO[bytes]) -> str:
     return where(dump.read().decode(errors="replace"))
 
 
+def frames(text: str) -> list[tuple[str, str, str]]:
+    """(file, line, function) of each frame of a faulthandler dump, innermost first."""
+    return [(path, line, func.strip()) for path, line, func in _FRAME.findall(text)]
+
+
 def where(text: str) -> str:
     """One line from a faulthandler dump: its innermost ``FRAMES`` frames, innermost first."""
-    frames = [f"{path}:{line} in {func.strip()}" for path, line, func in _FRAME.findall(text)]
-    if not frames:
+    found = [f"{path}:{line} in {func}" for path, line, func in frames(text)]
+    if not found:
         return ""
-    more = f" (and {len(frames) - FRAMES} outer frames)" if len(frames) > FRAMES else ""
-    return "where it was, innermost first: " + " <- ".join(frames[:FRAMES]) + more
+    more = f" (and {len(found) - FRAMES} outer frames)" if len(found) > FRAMES else ""
+    return "where it was, innermost first: " + " <- ".join(found[:FRAMES]) + more
