@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ..kernels.compile_hints import include_hint
 from ..model.categories import COMPILE_ERROR, GemmCheckFailure
 from ..model.contract import GemmKernel
 
@@ -85,5 +84,5 @@ def compile_failure(kernel: GemmKernel, arch: str, exc: Any) -> GemmCheckFailure
     shown = _SHOWN.setdefault((str(kernel.name), str(exc.filename), _ARCH.sub("", exc.log)), arch)
     if shown != arch:  # the summary as the first one's (the verdict's diagnosis is theirs), no log
         return GemmCheckFailure(COMPILE_ERROR, summary, [f"the same errors as for {shown}: its log is shown there"])
-    hint = include_hint(exc.log)  # a header NVRTC lacks (<stdio.h>, <cublas_v2.h>): what to do
+    hint = getattr(exc, "hint", None)  # a header NVRTC lacks: what to do (kernels/compile_hints.py)
     return GemmCheckFailure(COMPILE_ERROR, summary, exc.log.strip().splitlines() + ([hint] if hint else []))

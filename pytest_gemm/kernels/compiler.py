@@ -27,8 +27,9 @@ class GemmCompileError(Exception):
 
     def __init__(self, kernel_name: str, arch: str, filename: str, log: str):
         self.kernel_name, self.arch, self.filename, self.log = kernel_name, arch, filename, log
+        self.hint = include_hint(log)  # a header NVRTC lacks (<stdio.h>, <cublas_v2.h>): what to do
         super().__init__(f"kernel {kernel_name!r}: CUDA compile error in {filename} for {arch}:\n{log.strip()}\n"
-                         + (include_hint(log) or "fix the error at the file(line) shown above and run again"))
+                         + (self.hint or "fix the error at the file(line) shown above and run again"))
 
 
 class GemmEntryError(GemmCompileError):
