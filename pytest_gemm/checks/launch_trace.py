@@ -21,16 +21,20 @@ from ..measure import trace
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 import sys
+import time
 from ..model.contract import PyKernel
 
 
 def trace_facts(tracer: trace.Tracer, python_launcher: bool) -> dict[str, Any]:
+    t0 = time.perf_counter_ns()
     launches = tracer.launches()
     mine = [x for x in launches if x.call is not None]
     entries = group(mine)
+    read_ns = tracer.read_ns + tracer.overhead_ns + time.perf_counter_ns() - t0
     return {"summary": summary_line(entries), "kernels": entries, "calls": len(tracer.windows),
             "launches": len(mine), "harness_launches": len(launches) - len(mine),
-            "launcher": "python" if python_launcher else "cuda"}
+            "launcher": "python" if python_launcher else "cuda",
+            "api_records": tracer.api_records, "trace_s": round(read_ns / 1e9, 3)}
 
 
 @contextmanager

@@ -28,6 +28,9 @@ from ..judges.launches import CallWindow, Launch, launch_from_activity
 from dataclasses import replace
 
 TRACE_ENV = "PYTEST_GEMM_TRACE"  # "off" switches the launch trace off (as --gemm-trace off does)
+API_ENV = "PYTEST_GEMM_TRACE_API"  # "all": a record of every driver and runtime call in the launcher,
+                                   # not of its launches only (the default; see _launches_only)
+_FILTERED = [False]  # the per-call filter is set once a process
 OFF_WORDS = ("off", "0", "no", "false")
 _BUFFER_BYTES = 8 << 20
 
@@ -96,6 +99,8 @@ class Tracer:
         self.api: dict[int, int] = {}      # correlation id -> host start of its API call
         self.windows: list[list[int | None]] = []  # [entered, returned, awaited]
         self.overhead_ns = 0               # host time spent in the launcher's wrappers and flushes
+        self.read_ns = 0                   # ... and reading the records CUPTI delivered (any thread)
+        self.api_records = 0
         self._kinds: list[Any] = []
 
     # ---- CUPTI ----
@@ -105,6 +110,7 @@ class Tracer:
     def _completed(self, activities: Any) -> None:
         c = self.cupti
         kernel_kinds = (c.ActivityKind.CONCURRENT_KERNEL, c.ActivityKind.KERNEL)
+        t0 = time.perf_counter_ns()
         with _LOCK:
             for a in activities:
                 kind = a.kind
@@ -112,6 +118,8 @@ class Tracer:
                     self.kernels.append(launch_from_activity(a))
                 elif kind in (c.ActivityKind.DRIVER, c.ActivityKind.RUNTIME):
                     self.api[int(a.correlation_id)] = int(a.start)
+                    self.api_records += 1
+            self.read_ns += time.perf_counter_ns() - t0
 
     def start(self) -> bool:
         """Enable the records; False (and ``reason`` set) when CUPTI cannot trace here."""
@@ -140,6 +148,9 @@ class Tracer:
         t0 = time.perf_counter_ns()
         for kind in (self.cupti.ActivityKind.DRIVER, self.cupti.ActivityKind.RUNTIME):
             (self.cupti.activity_enable if on else self.cupti.activity_disable)(kind)
+        if on and not _FILTERED[0]:
+            _FILTERED[0] = True
+            _launches_only(self.cupti)
         self.overhead_ns += time.perf_counter_ns() - t0
 
     def _disable(self) -> None:
@@ -191,6 +202,31 @@ class Tracer:
     def launches(self) -> list[Launch]:
         """Every kernel record, each with the call it was launched in (None: the harness's own)."""
         return attribute(self.kernels, self.api, self.calls())
+
+
+def launch_api(name: str) -> bool:
+    """Is the driver or runtime call named ``name`` (a CUPTI callback id's name) one that launches
+    kernels (``cuLaunchKernel``, ``cudaLaunchKernel_v7000``, ``cuGraphLaunch``, cooperative and
+    ``Ex`` launches, their per-thread-stream forms)? Pure."""
+    return "Launch" in name and "HostFunc" not in name
+
+
+def _launches_only(c: Any) -> None:
+    """Keep the API records of the calls that launch kernels, not of every call: a kernel record is
+    matched to its call through its launch's record only, and an autotuner's search (tens of
+    thousands of launches, each among many other calls: events, pointer queries, the framework's
+    own) otherwise brought hundreds of thousands of records to read in Python. ``PYTEST_GEMM_TRACE_API=all``
+    keeps them all; a CUPTI without the per-call switches keeps them all too."""
+    if os.environ.get(API_ENV, "").strip().lower() == "all":
+        return
+    try:
+        for cbids, enable in ((c.driver_api_trace_cbid, c.activity_enable_driver_api),
+                              (c.runtime_api_trace_cbid, c.activity_enable_runtime_api)):
+            for member in cbids:
+                if member.name not in ("INVALID", "SIZE", "FORCE_INT") and not launch_api(member.name):
+                    enable(int(member), 0)
+    except Exception:  # noqa: BLE001 - an older CUPTI or binding: every call's record, as before
+        pass
 
 
 def attribute(kernels: list[Launch], api: dict[int, int], calls: list[CallWindow]) -> list[Launch]:
