@@ -3,6 +3,7 @@ session (measure/trace.py) against a fake ``cupti`` binding, the path with no CU
 the outputs (terminal lines, JSON report against its schema, JUnit, Gradescope)."""
 from __future__ import annotations
 
+import enum
 import os
 import sys
 import types
@@ -215,8 +216,96 @@ def fake_cupti(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupti", package)
     monkeypatch.setitem(sys.modules, "cupti.cupti", mod)
     monkeypatch.setattr(trace, "_REGISTERED", False)
+    monkeypatch.setattr(trace, "_NOT_LAUNCHING", [])
     monkeypatch.delenv(trace.TRACE_ENV, raising=False)
+    monkeypatch.delenv(trace.API_ENV, raising=False)
     return types.SimpleNamespace(mod=mod, records=records, clock=clock)
+
+
+class _DriverCbid(enum.IntEnum):  # a few of CUPTI's driver callback ids, as the binding names them
+    INVALID, cuCtxGetCurrent, cuLaunchKernel, cuPointerGetAttribute, cuLaunchHostFunc, cuGraphLaunch, \
+        cuLaunchKernelEx_ptsz, SIZE = range(8)
+
+
+class _RuntimeCbid(enum.IntEnum):
+    INVALID, cudaGetDevice_v3020, cudaLaunchKernel_v7000, cudaEventRecord_v3020, cudaLaunchCooperativeKernel_v9000, \
+        SIZE = range(6)
+
+
+def _with_call_switches(mod: types.ModuleType, forget_on_enable: bool = True) -> dict[str, set[int]]:
+    """Give the fake binding CUPTI's per-call switches; returns the callback ids switched off,
+    by kind. Like the H100's CUPTI at c43cd1e, it forgets them when a kind is enabled again."""
+    off: dict[str, set[int]] = {"driver": set(), "runtime": set()}
+    mod.driver_api_trace_cbid, mod.runtime_api_trace_cbid = _DriverCbid, _RuntimeCbid
+    mod.activity_enable_driver_api = lambda cbid, on: (off["driver"].discard if on else off["driver"].add)(int(cbid))
+    mod.activity_enable_runtime_api = lambda cbid, on: (off["runtime"].discard if on else off["runtime"].add)(int(cbid))
+    enable = mod.activity_enable
+
+    def enable_forgetting(kind: int) -> None:
+        enable(kind)
+        if forget_on_enable:
+            off["driver" if kind == _Kind.DRIVER else "runtime" if kind == _Kind.RUNTIME else "none"] = set()
+
+    mod.activity_enable = enable_forgetting
+    return off
+
+
+@pytest.mark.parametrize("name, launches", [
+    ("cuLaunchKernel", True), ("cuLaunchKernelEx_ptsz", True), ("cuGraphLaunch", True),
+    ("cudaLaunchKernel_v7000", True), ("_runtime_api_trace_cbid__cudaLaunchKernel_v13000", True),
+    ("cudaLaunchCooperativeKernel_v9000", True), ("cuLaunchHostFunc", False), ("cudaLaunchHostFunc_v10000", False),
+    ("cuPointerGetAttribute", False), ("cudaEventRecord_v3020", False), ("cuCtxGetCurrent", False),
+])
+def test_the_calls_that_launch_kernels_are_named_by_their_callback_ids(name, launches):
+    from pytest_gemm.measure.trace import launch_api
+
+    assert launch_api(name) is launches
+
+
+def test_the_launching_calls_records_are_on_for_the_whole_check_and_no_other_calls(fake_cupti):
+    """An autotuner's search made 25 other calls a launch (500,000 API records, 12 s to read in
+    one check on an H100 at c43cd1e): only the launching calls' records are kept, for the whole
+    check, and the switches are set again at every check (CUPTI forgot them between checks)."""
+    from pytest_gemm.checks.launch_trace import traced
+    from pytest_gemm.measure import trace
+
+    off = _with_call_switches(fake_cupti.mod)
+    for _ in range(2):  # a second check: the switches are set again
+        facts: dict[str, Any] = {}
+        with traced(object(), {"trace": "on"}, facts) as tracer:
+            assert tracer is not None and tracer.whole_check
+            assert {_Kind.CONCURRENT_KERNEL, _Kind.DRIVER, _Kind.RUNTIME} <= fake_cupti.mod.enabled
+            assert off["driver"] == {_DriverCbid.cuCtxGetCurrent, _DriverCbid.cuPointerGetAttribute,
+                                     _DriverCbid.cuLaunchHostFunc}
+            assert off["runtime"] == {_RuntimeCbid.cudaGetDevice_v3020, _RuntimeCbid.cudaEventRecord_v3020}
+            # the harness's own launch, outside every call: its launch record is kept, and it stays the harness's
+            fake_cupti.records += [_api_record(1, fake_cupti.clock[0] + 1), _kernel_record("fill", 1, 0, 10)]
+            trace.call_entered()
+            inside = fake_cupti.clock[0] + 1
+            fake_cupti.records += [_api_record(2, inside), _kernel_record("mine", 2, 10, 20)]
+            trace.call_returned()
+            assert _Kind.DRIVER in fake_cupti.mod.enabled  # not switched per call
+        assert not fake_cupti.mod.enabled
+        launches = facts["launches"]
+        assert (launches["launches"], launches["harness_launches"], launches["api_records"]) == (1, 1, 2)
+        assert launches["trace_s"] >= 0
+
+
+def test_every_calls_records_while_the_launcher_runs_when_asked_or_without_the_switches(fake_cupti, monkeypatch):
+    from pytest_gemm.checks.launch_trace import traced
+    from pytest_gemm.measure import trace
+
+    off = _with_call_switches(fake_cupti.mod)
+    monkeypatch.setenv(trace.API_ENV, "all")
+    with traced(object(), {"trace": "on"}, {}) as tracer:
+        assert not tracer.whole_check and fake_cupti.mod.enabled == {_Kind.CONCURRENT_KERNEL}
+        trace.call_entered()
+        assert _Kind.DRIVER in fake_cupti.mod.enabled and not off["driver"]
+        trace.call_returned()
+    monkeypatch.delenv(trace.API_ENV)
+    del fake_cupti.mod.activity_enable_driver_api  # an older binding
+    with traced(object(), {"trace": "on"}, {}) as tracer:
+        assert not tracer.whole_check and fake_cupti.mod.enabled == {_Kind.CONCURRENT_KERNEL}
 
 
 def test_a_traced_check_keeps_the_kernel_s_launches_apart_from_the_harness_s(fake_cupti):

@@ -16,6 +16,10 @@ function, an attribute set at first call, a method, a wrapper from another packa
   terminal. Warm-up time is never charged to the check's timeout nor to the hang streak
   (``checks/hangs.py`` reads the check's own seconds, which exclude it).
 
+The launch trace's reading of a check's records (``measure/trace.py``'s ``flush``, ``launch_trace``'s
+``trace_facts``) is counted the same way: the harness's own work, as long as the launches the
+kernel made, not the kernel's time (said on the terminal only past ``PROGRESS_S``).
+
 A main thread blocked in a CUDA call with no such frame (an endless kernel) is no warm-up:
 its check times out within its normal budget. Pure but for the thread: ``classify`` is tested
 on frames of stand-in modules named like Triton's (``tests/test_warmup.py``).
@@ -35,6 +39,7 @@ SAMPLE_S = 0.25         # how often the child looks at its main thread's stack
 REPORT_S = 2.0          # how often the child says it is still warming up
 PROGRESS_S = 10.0       # how often the parent writes "still warming up" on the terminal
 BUDGET_ENV = "PYTEST_GEMM_WARMUP_TIMEOUT"
+TRACE_READING = "reading the launch trace"  # the harness's own work: said on the terminal only once it is long
 DEFAULT_BUDGET_S = 600.0  # one check's warm-up: 16 Triton configs compiled cold take minutes
 
 # (module prefix, function names or None for any, what it is doing)
@@ -62,6 +67,11 @@ PATTERNS: tuple[tuple[str, frozenset[str] | None, str], ...] = (
     ("importlib._bootstrap", frozenset({"_find_and_load"}), "importing modules"),
     ("importlib._bootstrap_external", frozenset({"exec_module"}), "importing modules"),  # a module loaded from its path
     ("torch.cuda", frozenset({"_lazy_init"}), "torch initialising CUDA"),
+    # the harness's own: the launch trace's records of a first call's search (Triton's tutorial
+    # matmul: 20,000 launches at a shape) took 6 to 12 s to read on an idle H100 at c43cd1e, and a
+    # check timed out there after its warm-up had ended
+    ("pytest_gemm.measure.trace", frozenset({"flush"}), TRACE_READING),
+    ("pytest_gemm.checks.launch_trace", frozenset({"trace_facts"}), TRACE_READING),
 )
 
 Frame = tuple[str, str]  # (module name, function name)
@@ -222,6 +232,7 @@ class WarmupClock:
     def __init__(self, budget: float, progress: Callable[[str], None] | None = None):
         self.budget, self.progress = budget, progress
         self.used, self.what, self.seconds, self.printed = 0.0, None, 0.0, -PROGRESS_S
+        self.first_line_s = 0.0  # how long a warm-up lasts before it is said
 
     @property
     def warming(self) -> bool:
@@ -248,6 +259,7 @@ class WarmupClock:
             if self.what is None:
                 self.seconds = refund = float(message.get("seconds") or 0.0)
                 self.used += refund
+                self.first_line_s = PROGRESS_S if message.get("what") == TRACE_READING else 0.0
             self.what = str(message.get("what"))
             seen = getattr(self.progress, "seen", None)  # the runner keeps what a kernel was found doing
             if seen is not None:
@@ -262,7 +274,8 @@ class WarmupClock:
         return None
 
     def _say(self) -> None:
-        if self.progress is not None and self.what is not None and self.seconds - self.printed >= PROGRESS_S:
+        if self.progress is not None and self.what is not None and self.seconds >= self.first_line_s \
+                and self.seconds - self.printed >= PROGRESS_S:
             self.printed = self.seconds
             self.progress(f"warming up: {self.what}, {self.seconds:.0f} s so far (not counted in the check's "
                           "timeout)")

@@ -2,10 +2,13 @@
 NVIDIA's maintained Python binding (``cupti-python``; docs/launch-trace.md says why).
 
 A ``Tracer`` enables CUPTI's kernel records (``CONCURRENT_KERNEL``: name, grid, block,
-registers, shared memory, GPU start and end) for the length of one check, and its driver and
-runtime API records only while the kernel's launcher runs: an API record for every call the
-harness makes (uploads, references, waits) cost about 1 s a check and 5x the suite's wall time
-on the H200 at 01dcf62, and a launch outside every call is the harness's own either way. The kernel's launcher is wrapped (``checks/sandbox_child.py``:
+registers, shared memory, GPU start and end) for the length of one check, and the driver and
+runtime API records of the calls that launch kernels (``not_launching`` switches the others off)
+for the length of the check too. Where CUPTI has no per-call switches, or every call's record is
+asked for (``PYTEST_GEMM_TRACE_API=all``), the API records are on only while the kernel's
+launcher runs: an API record for every call the harness makes (uploads, references, waits) cost
+about 1 s a check and 5x the suite's wall time on the H200 at 01dcf62. A launch outside every
+call is the harness's own either way. The kernel's launcher is wrapped (``checks/sandbox_child.py``:
 ``KernelCall``) so that each call's host window is kept (``call_entered`` / ``call_returned``,
 CUPTI's own clock); a kernel record belongs to the call in whose window its launch API call
 was made (the API record with the same correlation id), whichever thread or stream launched it.
@@ -29,8 +32,8 @@ from dataclasses import replace
 
 TRACE_ENV = "PYTEST_GEMM_TRACE"  # "off" switches the launch trace off (as --gemm-trace off does)
 API_ENV = "PYTEST_GEMM_TRACE_API"  # "all": a record of every driver and runtime call in the launcher,
-                                   # not of its launches only (the default; see _launches_only)
-_FILTERED = [False]  # the per-call filter is set once a process
+                                   # not of its launching calls only (the default; see not_launching)
+_NOT_LAUNCHING: list[tuple[Any, int]] = []  # (its switch, callback id) of every call that launches nothing
 OFF_WORDS = ("off", "0", "no", "false")
 _BUFFER_BYTES = 8 << 20
 
@@ -101,7 +104,9 @@ class Tracer:
         self.overhead_ns = 0               # host time spent in the launcher's wrappers and flushes
         self.read_ns = 0                   # ... and reading the records CUPTI delivered (any thread)
         self.api_records = 0
+        self.whole_check = False           # API records on for the whole check (launching calls only)
         self._kinds: list[Any] = []
+        self._flushing: int | None = None  # the thread flushing: its deliveries are in overhead_ns already
 
     # ---- CUPTI ----
     def _requested(self) -> tuple[int, int]:
@@ -119,7 +124,8 @@ class Tracer:
                 elif kind in (c.ActivityKind.DRIVER, c.ActivityKind.RUNTIME):
                     self.api[int(a.correlation_id)] = int(a.start)
                     self.api_records += 1
-            self.read_ns += time.perf_counter_ns() - t0
+            if self._flushing != threading.get_ident():
+                self.read_ns += time.perf_counter_ns() - t0
 
     def start(self) -> bool:
         """Enable the records; False (and ``reason`` set) when CUPTI cannot trace here."""
@@ -134,6 +140,7 @@ class Tracer:
                 _REGISTERED = True
             c.activity_enable(c.ActivityKind.CONCURRENT_KERNEL)
             self._kinds.append(c.ActivityKind.CONCURRENT_KERNEL)
+            self.whole_check = self._launching_calls()
         except Exception as exc:  # noqa: BLE001 - cuptiError: no driver, a profiler already attached, ...
             self.reason = f"CUPTI could not trace here ({type(exc).__name__}: {str(exc)[:160]})"
             self._disable()
@@ -141,16 +148,39 @@ class Tracer:
         _ACTIVE = self
         return True
 
+    def _launching_calls(self) -> bool:
+        """The API records of the calls that launch kernels, on for the whole check (see
+        ``not_launching``); False, and nothing on, where every call's record is asked for
+        (``PYTEST_GEMM_TRACE_API=all``) or this CUPTI has no per-call switches: ``_api`` then
+        turns every call's records on while the kernel's launcher runs only."""
+        if os.environ.get(API_ENV, "").strip().lower() == "all":
+            return False
+        c, t0 = self.cupti, time.perf_counter_ns()
+        kinds = (c.ActivityKind.DRIVER, c.ActivityKind.RUNTIME)
+        try:
+            for kind in kinds:
+                c.activity_enable(kind)
+                self._kinds.append(kind)
+            for enable, cbid in not_launching(c):  # after each enable: set once, they were gone at the next check (H100, c43cd1e)
+                enable(cbid, 0)
+        except Exception:  # noqa: BLE001 - an older CUPTI or binding
+            for kind in kinds:
+                if kind in self._kinds:
+                    c.activity_disable(kind)
+                    self._kinds.remove(kind)
+            return False
+        finally:
+            self.overhead_ns += time.perf_counter_ns() - t0
+        return True
+
     def _api(self, on: bool) -> None:
-        """The driver and runtime API records, on only while the kernel's launcher runs."""
-        if not self._kinds:
+        """Every driver and runtime call's record, on only while the kernel's launcher runs (where
+        the launching calls' records are not on for the whole check)."""
+        if not self._kinds or self.whole_check:
             return
         t0 = time.perf_counter_ns()
         for kind in (self.cupti.ActivityKind.DRIVER, self.cupti.ActivityKind.RUNTIME):
             (self.cupti.activity_enable if on else self.cupti.activity_disable)(kind)
-        if on and not _FILTERED[0]:
-            _FILTERED[0] = True
-            _launches_only(self.cupti)
         self.overhead_ns += time.perf_counter_ns() - t0
 
     def _disable(self) -> None:
@@ -165,8 +195,12 @@ class Tracer:
         """Deliver every record completed so far (forced: buffers not yet full too)."""
         if self._kinds:
             t0 = time.perf_counter_ns()
-            self.cupti.activity_flush_all(1)
-            self.overhead_ns += time.perf_counter_ns() - t0
+            self._flushing = threading.get_ident()
+            try:
+                self.cupti.activity_flush_all(1)
+            finally:
+                self._flushing = None
+                self.overhead_ns += time.perf_counter_ns() - t0
 
     def stop(self) -> None:
         global _ACTIVE
@@ -211,22 +245,19 @@ def launch_api(name: str) -> bool:
     return "Launch" in name and "HostFunc" not in name
 
 
-def _launches_only(c: Any) -> None:
-    """Keep the API records of the calls that launch kernels, not of every call: a kernel record is
-    matched to its call through its launch's record only, and an autotuner's search (tens of
-    thousands of launches, each among many other calls: events, pointer queries, the framework's
-    own) otherwise brought hundreds of thousands of records to read in Python. ``PYTEST_GEMM_TRACE_API=all``
-    keeps them all; a CUPTI without the per-call switches keeps them all too."""
-    if os.environ.get(API_ENV, "").strip().lower() == "all":
-        return
-    try:
+def not_launching(c: Any) -> list[tuple[Any, int]]:
+    """(CUPTI's per-call switch, callback id) of every driver and runtime call that launches no
+    kernel, to be switched off: a kernel record is matched to its call through its launch's record
+    alone, and an autotuner's search (Triton's tutorial matmul: 20,000 launches at a shape, each
+    among 25 other calls: events, pointer queries, the framework's own) brought 500,000 records and
+    12 s of reading in Python to one check (H100, at c43cd1e). Raises where this binding has no
+    such switches."""
+    if not _NOT_LAUNCHING:
         for cbids, enable in ((c.driver_api_trace_cbid, c.activity_enable_driver_api),
                               (c.runtime_api_trace_cbid, c.activity_enable_runtime_api)):
-            for member in cbids:
-                if member.name not in ("INVALID", "SIZE", "FORCE_INT") and not launch_api(member.name):
-                    enable(int(member), 0)
-    except Exception:  # noqa: BLE001 - an older CUPTI or binding: every call's record, as before
-        pass
+            _NOT_LAUNCHING.extend((enable, int(member)) for member in cbids
+                                  if member.name not in ("INVALID", "SIZE", "FORCE_INT") and not launch_api(member.name))
+    return _NOT_LAUNCHING
 
 
 def attribute(kernels: list[Launch], api: dict[int, int], calls: list[CallWindow]) -> list[Launch]:
