@@ -13,6 +13,7 @@ import pytest
 
 from .state import is_xdist_worker
 from ..kernels import confine
+from ..measure.gpu_lock import lock_paths
 
 
 def choose(config: pytest.Config, fail: Callable[[str], None]) -> str:
@@ -38,6 +39,11 @@ def choose(config: pytest.Config, fail: Callable[[str], None]) -> str:
         why = confine.why_not(required) or f"--gemm-confine {asked} asked for less"
         reason = (f"pytest-gemm: not grading: gemm_require_confinement = {required}, but this run's confinement is "
                   f"{level} ({why})")
+        fail(reason)
+        raise pytest.UsageError(reason)
+    exposed = confine.exposed_lock_dir(str(lock_paths()[0].parent)) if level != "none" else None
+    if exposed is not None:
+        reason = f"pytest-gemm: not confining: {exposed}"
         fail(reason)
         raise pytest.UsageError(reason)
     confine.use(level)
