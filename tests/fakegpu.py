@@ -205,11 +205,13 @@ def release_memory() -> dict[str, int]:
 
 def env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """os.environ plus what a subprocess needs to find this module and use it; the GPU lock
-    files go to ``tmp_path`` (tests running at once must not share them)."""
+    files go to a folder of their own beside ``tmp_path`` (tests running at once must not share
+    them, and a run that confines refuses a lock folder a sandbox can read: ``tmp_path`` may be
+    on the PYTHONPATH the sandbox binds)."""
     out = dict(os.environ)
     out.pop("PYTEST_ADDOPTS", None)
     out["PYTHONPATH"] = os.pathsep.join([str(HERE), *[p for p in sys.path if p], out.get("PYTHONPATH", "")])
     out["PYTEST_GEMM_DISPATCH"] = "fakegpu:run_check"
-    out["PYTEST_GEMM_LOCK_DIR"] = str(tmp_path / "locks")
+    out["PYTEST_GEMM_LOCK_DIR"] = str(tmp_path.parent / f"{tmp_path.name}-locks")
     out.update(extra)
     return out

@@ -106,7 +106,7 @@ def grade(tmp_path: Path, subs: Path, level: str, port: int = 9, after_s: float 
     cmd = [sys.executable, "-m", "pytest_gemm.grading.gradebook", str(subs), "--out", str(out),
            "--json", str(out.with_suffix(".json")), "--jobs", "2", "--timeout", "240", "--", "-p", "fakegpu",
            "--gemm-shapes", "quick", "-k", "exact or launch", "--gemm-confine", level]
-    locks = [tmp_path / "locks"]
+    locks = [Path(env["PYTEST_GEMM_LOCK_DIR"])]  # beside tmp_path (fakegpu.env): skipped wherever it is
     before = snapshot(outside_scratch(tmp_path), skip=locks)
     with Reaped(cmd, cwd=tmp_path, env=env, timeout=600) as run:
         done = run.wait()

@@ -94,8 +94,6 @@ def test_a_confined_submission_cannot_reach_another_file_through_nvrtc(pytester,
         folder.chmod(0o755)  # a confined child run by root reads them as a user of its own
     for key, value in fakegpu.env(pytester.path).items():
         monkeypatch.setenv(key, value)
-    # the lock's folder out of the test's folder, which is on the PYTHONPATH the sandbox reads
-    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(pytester.path.parent / f"{pytester.path.name}-locks"))
     result = pytester.runpytest_subprocess("-p", "fakegpu", "-p", "no:cacheprovider", "--gemm-kernel",
                                            "mine/attacks.py:KERNELS", "--gemm-shapes", "quick", "--gemm-report",
                                            "r.json", "--gemm-confine", "auto", "-k", "exact or launch")
