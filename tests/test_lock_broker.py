@@ -75,7 +75,7 @@ def _client(folder: Path, kernel: str, env: dict[str, str], source: str = fakegp
 
 @pytest.fixture
 def lock_env(tmp_path, monkeypatch) -> dict[str, str]:
-    """The child's environment (the fake GPU's, the lock in ``tmp_path/locks``, outside the
+    """The child's environment (the fake GPU's, the lock beside ``tmp_path``, outside the
     submission's folder) and the same lock folder and log for this, the judging, process."""
     log = tmp_path / "lock.jsonl"
     env = fakegpu.env(tmp_path, PYTEST_GEMM_LOCK_LOG=str(log))

@@ -518,7 +518,7 @@ def test_a_check_presumed_hung_keeps_timings_off_the_gpu_but_not_the_other_check
     # a hanging check holds the lock shared; 1 s in, it is presumed hung: a correctness check
     # asking 1.5 s in runs at once, although a timed check (asking 0.3 s in) is waiting, and the
     # timed check holds the GPU only once the hanging check has timed out and been killed
-    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", fakegpu.env(tmp_path)["PYTEST_GEMM_LOCK_DIR"])  # the child's
     (tmp_path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
     client = sandbox.SandboxClient("fake_kernels.py:hang", 0, str(tmp_path), env=fakegpu.env(tmp_path))
     try:
@@ -545,7 +545,7 @@ def test_a_check_presumed_hung_keeps_timings_off_the_gpu_but_not_the_other_check
 
 
 def test_a_start_up_presumed_hung_lets_the_other_checks_run(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", fakegpu.env(tmp_path)["PYTEST_GEMM_LOCK_DIR"])  # the child's
     (tmp_path / "fake_kernels.py").write_text(fakegpu.FAKE_KERNELS)
     client = sandbox.SandboxClient("fake_kernels.py:ok", 0, str(tmp_path),
                                    env=fakegpu.env(tmp_path, FAKEGPU_PREPARE_S="3.5"))
