@@ -3,7 +3,8 @@
 # call (10 minutes). Run from the repository root on the GPU machine:
 #   bash tools/gpu_session.sh gpu-tests # EVERY GPU test of the project (pytest -m gemm_gpu), at most 6 minutes on one
 #                                       # H200, ending in one line: passed / failed / skipped, wall time, commit
-#                                       # (GPU_TESTS="tests/test_x.py ...": those files' GPU tests only)
+#                                       # (GPU_TESTS="tests/test_x.py ...": those files' GPU tests only;
+#                                       # GPU_TESTS_LIMIT: its limit in seconds, 540 by default)
 #   bash tools/gpu_session.sh tests     # every test in tests/ with -n 8 (the CPU tests too; slower than gpu-tests)
 #   bash tools/gpu_session.sh untrusted # the cheats and faults (tests/test_untrusted_kernels.py) and the launch
 #                                       # guard, one worker per GPU: with 4 workers per GPU (-n 8 on 2) the
@@ -137,7 +138,7 @@ for stage in "$@"; do
       # GPU_TESTS: test files instead of all of tests/ (their suite runs only), e.g. to check one change
       # shortly; the summary line is then not the suite's
       PYTEST_GEMM_LOCK_LOG="$out/gpu-lock.jsonl" \
-      limit 540 python3 -m pytest ${GPU_TESTS:-tests} -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
+      limit "${GPU_TESTS_LIMIT:-540}" python3 -m pytest ${GPU_TESTS:-tests} -m gemm_gpu -p no:cacheprovider -rfEs --durations=30 \
         --basetemp /tmp/gemm-gpu-tests --junitxml "$out/gpu-tests.xml" > "$out/gpu-tests.txt" 2>&1
       # each suite run's log and JSON report (tests/gpu_runs.py), for reading afterwards
       (cd /tmp/gemm-gpu-tests && find . -path "*suite-runs*" \( -name log.txt -o -name report.json \) \
