@@ -402,12 +402,12 @@ def test_a_timed_check_waits_for_a_warm_up_only_as_long_as_its_patience(tmp_path
 
 
 def test_a_patient_timed_check_does_not_queue_the_others_behind_a_long_shared_hold(tmp_path):
-    # a check warms up from 0.1 s to 4.1 s; a long shared hold runs 0 to 2.5 s; a timed check asks
-    # at about 0.3 s (patience 3 s) and a short check at about 0.8 s: the short one runs at once,
+    # a check warms up from 0.1 s to 5.1 s; a long shared hold runs 0 to 3 s; a timed check asks
+    # at about 0.5 s (patience 3 s) and a short check at about 1 s: the short one runs at once,
     # not after the long hold (a timed check draining the shared holders while a mark stands), and
     # the timed check holds the GPU once its patience is over and the long hold has ended
-    ev = _steppers(tmp_path, [("s", "warm", 0.1, 4.0, 0), ("s", "long", 2.5, 0, 0.0),
-                              ("x", "hold", 0.2, 0, 0.3), ("s", "short", 0.1, 0, 0.5)], STEPPER_PATIENCE="3.0")
+    ev = _steppers(tmp_path, [("s", "warm", 0.1, 5.0, 0), ("s", "long", 3.0, 0, 0.0),
+                              ("x", "hold", 0.2, 0, 0.5), ("s", "short", 0.1, 0, 0.5)], STEPPER_PATIENCE="3.0")
     long_, writer, short = ev["long"], ev["hold"], ev["short"]
     assert short["held"] < long_["end"] - 1.0
     assert writer["held"] >= long_["end"] - 0.01 and writer["held"] < ev["warm"]["end"]
