@@ -263,7 +263,7 @@ def test_the_calls_that_launch_kernels_are_named_by_their_callback_ids(name, lau
 
 
 def test_the_launching_calls_records_are_on_for_the_whole_check_and_no_other_calls(fake_cupti):
-    """An autotuner's search made 25 other calls a launch (500,000 API records, 12 s to read in
+    """An autotuner's search made 25 other calls a launch (500,000 API records, 3 to 12 s to read in
     one check on an H100 at c43cd1e): only the launching calls' records are kept, for the whole
     check, and the switches are set again at every check (CUPTI forgot them between checks)."""
     from pytest_gemm.checks.launch_trace import traced

@@ -68,7 +68,7 @@ PATTERNS: tuple[tuple[str, frozenset[str] | None, str], ...] = (
     ("importlib._bootstrap_external", frozenset({"exec_module"}), "importing modules"),  # a module loaded from its path
     ("torch.cuda", frozenset({"_lazy_init"}), "torch initialising CUDA"),
     # the harness's own: the launch trace's records of a first call's search (Triton's tutorial
-    # matmul: 20,000 launches at a shape) took 6 to 12 s to read on an idle H100 at c43cd1e, and a
+    # matmul: 20,000 launches at a shape) took 3 to 12 s to read on an idle H100 at c43cd1e, and a
     # check timed out there after its warm-up had ended
     ("pytest_gemm.measure.trace", frozenset({"flush"}), TRACE_READING),
     ("pytest_gemm.checks.launch_trace", frozenset({"trace_facts"}), TRACE_READING),

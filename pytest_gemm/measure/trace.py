@@ -250,7 +250,7 @@ def not_launching(c: Any) -> list[tuple[Any, int]]:
     kernel, to be switched off: a kernel record is matched to its call through its launch's record
     alone, and an autotuner's search (Triton's tutorial matmul: 20,000 launches at a shape, each
     among 25 other calls: events, pointer queries, the framework's own) brought 500,000 records and
-    12 s of reading in Python to one check (H100, at c43cd1e). Raises where this binding has no
+    3 to 12 s of reading in Python to one check (H100, at c43cd1e). Raises where this binding has no
     such switches."""
     if not _NOT_LAUNCHING:
         for cbids, enable in ((c.driver_api_trace_cbid, c.activity_enable_driver_api),
