@@ -232,7 +232,6 @@ class WarmupClock:
     def __init__(self, budget: float, progress: Callable[[str], None] | None = None):
         self.budget, self.progress = budget, progress
         self.used, self.what, self.seconds, self.printed = 0.0, None, 0.0, -PROGRESS_S
-        self.first_line_s = 0.0  # how long a warm-up lasts before it is said
 
     @property
     def warming(self) -> bool:
@@ -259,7 +258,6 @@ class WarmupClock:
             if self.what is None:
                 self.seconds = refund = float(message.get("seconds") or 0.0)
                 self.used += refund
-                self.first_line_s = PROGRESS_S if message.get("what") == TRACE_READING else 0.0
             self.what = str(message.get("what"))
             seen = getattr(self.progress, "seen", None)  # the runner keeps what a kernel was found doing
             if seen is not None:
@@ -274,7 +272,8 @@ class WarmupClock:
         return None
 
     def _say(self) -> None:
-        if self.progress is not None and self.what is not None and self.seconds >= self.first_line_s \
+        first_line_s = PROGRESS_S if self.what == TRACE_READING else 0.0  # the harness's own: said once long
+        if self.progress is not None and self.what is not None and self.seconds >= first_line_s \
                 and self.seconds - self.printed >= PROGRESS_S:
             self.printed = self.seconds
             self.progress(f"warming up: {self.what}, {self.seconds:.0f} s so far (not counted in the check's "

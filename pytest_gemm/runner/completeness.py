@@ -128,18 +128,19 @@ def skips_by_reason(reports: Iterable[Any], limit: int = 8) -> list[str]:
     """Summary lines: how many tests were skipped, then the count of each cause, in the words of
     one of its tests ("e.g." where they differ: a newcomer read "kernel '…' does not claim sm_…"
     as a placeholder left unfilled)."""
-    reasons = [skip_reason(r) for r in reports if getattr(r, "skipped", False) and not hasattr(r, "wasxfail")]
-    counts = Counter(reason_kind(reason) for reason in reasons)
+    seen: dict[str, list[str]] = {}  # each cause's skips, in their own words
+    for r in reports:
+        if getattr(r, "skipped", False) and not hasattr(r, "wasxfail"):
+            reason = skip_reason(r)
+            seen.setdefault(reason_kind(reason), []).append(reason)
+    counts = Counter({kind: len(reasons) for kind, reasons in seen.items()})
     if not counts:
         return []
-    seen: dict[str, set[str]] = {}
-    for reason in reasons:
-        seen.setdefault(reason_kind(reason), set()).add(reason)
     total = sum(counts.values())
     lines = [f"pytest-gemm: {total} skipped, by reason (-rs lists each test):"]
     width = len(str(max(counts.values())))
     for kind, count in counts.most_common(limit):
-        words = sorted(seen[kind])
+        words = sorted(set(seen[kind]))
         lines.append(f"  {count:>{width}}  {words[0] if len(words) == 1 else 'e.g. ' + words[0]}")
     if len(counts) > limit:
         rest = sum(c for _, c in counts.most_common()[limit:])
