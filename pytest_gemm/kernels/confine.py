@@ -238,20 +238,17 @@ def _python_paths() -> list[str]:
 
 
 def exposed_lock_dir(lock_dir: str, readable: Sequence[str] | None = None) -> str | None:
-    """Why the GPU lock's folder (``measure/gpu_lock.py``: ``PYTEST_GEMM_LOCK_DIR``, else the
-    system's temporary directory) is one a confined child can read, or None: it is, or is inside,
-    one of ``readable`` (default: what every confined child reads, the Python environment, CUDA and
-    the system folders). A file that can be opened, even read-only, can be flocked: a submission
-    could hold the lock from its import and stall every other kernel on that GPU."""
-    LOCK_DIR_ENV = "PYTEST_GEMM_LOCK_DIR"  # gpu_lock's (the measure layer's, which this one does not import)
+    """The folder a confined child reads that holds the GPU lock's folder ``lock_dir`` (it, or
+    one it is inside), or None. ``readable`` defaults to what every confined child reads: the
+    Python environment, CUDA and the system folders. A file that can be opened, even read-only,
+    can be flocked: a submission could hold the lock from its import and stall every other
+    kernel on that GPU."""
     folder = os.path.realpath(lock_dir)
     if readable is None:
         readable = _python_paths() + _cuda_paths() + [p for p in SYSTEM_RO if os.path.isdir(p)]
     for path in sorted({os.path.realpath(p) for p in readable}, key=len):
         if path != "/" and (folder == path or folder.startswith(path.rstrip("/") + "/")):
-            return (f"the GPU lock's folder {folder} ({LOCK_DIR_ENV}, else the system's temporary directory) is "
-                    f"inside {path}, which confined kernels can read, so a submission could lock the lock's files; "
-                    f"set {LOCK_DIR_ENV} to a folder outside it (the system's temporary directory is, by default)")
+            return path
     return None
 
 

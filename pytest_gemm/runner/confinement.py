@@ -7,13 +7,14 @@ one (``gemm_require_confinement``): then ``auto``, the strongest this machine al
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import pytest
 
 from .state import is_xdist_worker
 from ..kernels import confine
-from ..measure.gpu_lock import lock_paths
+from ..measure.gpu_lock import LOCK_DIR_ENV, lock_paths
 
 
 def choose(config: pytest.Config, fail: Callable[[str], None]) -> str:
@@ -41,9 +42,13 @@ def choose(config: pytest.Config, fail: Callable[[str], None]) -> str:
                   f"{level} ({why})")
         fail(reason)
         raise pytest.UsageError(reason)
-    exposed = confine.exposed_lock_dir(str(lock_paths()[0].parent)) if level != "none" else None
-    if exposed is not None:
-        reason = f"pytest-gemm: not confining: {exposed}"
+    lock_dir = os.path.realpath(lock_paths()[0].parent)
+    inside = confine.exposed_lock_dir(lock_dir) if level != "none" else None
+    if inside is not None:
+        reason = (f"pytest-gemm: not confining: the GPU lock's folder {lock_dir} ({LOCK_DIR_ENV}, else the system's "
+                  f"temporary directory) is inside {inside}, which confined kernels can read, so a submission could "
+                  f"lock the lock's files; set {LOCK_DIR_ENV} to a folder outside it (the system's temporary "
+                  "directory is, by default)")
         fail(reason)
         raise pytest.UsageError(reason)
     confine.use(level)
