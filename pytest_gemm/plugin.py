@@ -92,6 +92,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gemm-compare-fail", default=None, metavar="PERCENT",
                     help="with --gemm-compare: fail the run when a kernel is surely slower than in the saved run "
                          "by more than PERCENT (e.g. 5%%), or became wrong")
+    group.addoption("--gemm-compare-noise", default=None, metavar="PERCENT",
+                    help="with --gemm-compare: the noise band, the smallest change between two runs called slower "
+                         "or faster (default 1%%, measured on an H200; widen it where fresh processes move more, "
+                         "docs/compare.md)")
     group.addoption("--gemm-allow-no-gpu", action="store_true", default=False,
                     help="with --gemm-gradescope on a machine with no usable GPU: write results.json anyway (the "
                          "compile checks only, every GPU check 0); without it such a run exits 1 and writes none, "

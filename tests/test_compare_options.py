@@ -49,6 +49,8 @@ def baseline(folder: Path) -> Path:
      "--gemm-compare-fail '5': expected a percentage above 0, e.g. 5% or 2.5%"),
     (["--gemm-compare", "base.json", "--gemm-compare-fail=fast"], "--gemm-compare-fail 'fast': expected a percentage"),
     (["--gemm-compare-fail=5%"], "--gemm-compare-fail=5% needs the saved run to compare with: add --gemm-compare"),
+    (["--gemm-compare", "base.json", "--gemm-compare-noise", "2"], "--gemm-compare-noise '2': expected a percentage"),
+    (["--gemm-compare-noise=2%"], "--gemm-compare-noise=2% needs the saved run to compare with: add --gemm-compare"),
     (["--gemm-compare", "missing.json"], "--gemm-compare 'missing.json': cannot read it"),
     (["--gemm-compare", "not_a_report.json"], "--gemm-compare 'not_a_report.json': not a pytest-gemm report"),
     # edited or corrupt: refused now, not a traceback after the whole run (that lost the run's own report)
@@ -92,6 +94,13 @@ def test_a_3_percent_slowdown_fails_the_gate_at_2_percent(folder, baseline):
     assert "slower FAIL" in out and "2 timings compared (time; noise band +-1.0%" in out
     assert "FAILED --gemm-compare-fail=2% against base.json: ok at 4096x4096x4096 is 3" in out
     assert "pytest-gemm: comparing with base.json" in out  # the header names the saved run
+
+
+def test_a_wider_noise_band_is_used_and_said(folder, baseline):
+    run = _run(folder, "--gemm-compare", "base.json", "--gemm-compare-fail=2%", "--gemm-compare-noise=2%",
+               speed="1.03", seed="1")
+    assert run.returncode == pytest.ExitCode.TESTS_FAILED, run.stdout[-3000:]
+    assert "timings compared (time; noise band +-2.0%" in run.stdout and "slower FAIL" in run.stdout
 
 
 def test_a_0_4_percent_shift_passes_and_without_a_threshold_nothing_fails(folder, baseline):

@@ -35,6 +35,16 @@ def test_a_3_percent_slowdown_fails_at_the_default_2_percent_and_passes_at_5(tmp
     assert _tool(tmp_path, old, new, "--tolerance", "0.05").returncode == 0
 
 
+def test_noise_widens_the_band_and_a_bad_value_is_refused(tmp_path):
+    old, new = _pair(0.016)
+    assert "1 slower, 0 faster, 1 same" in _tool(tmp_path, old, new).stdout  # the default band, 1 %
+    run = _tool(tmp_path, old, new, "--noise", "2%")
+    assert run.returncode == 0 and "noise band +-2.0%" in run.stdout and "0 slower, 0 faster, 2 same" in run.stdout, \
+        run.stdout
+    run = _tool(tmp_path, old, new, "--noise", "2")
+    assert run.returncode == 2 and "--noise '2': expected a percentage above 0" in run.stderr, run.stderr
+
+
 def test_a_kernel_that_became_wrong_fails_and_is_listed_first(tmp_path):
     old, _ = _pair(0.0)
     new = _report({"k": _times(1.0, 2), "steady": _times(2.0, 51)}, _times(0.9, 101), wrong=("k",))

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout: import the pro
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pytest_gemm.outputs.compare import as_dict, compare, parse_fail, read_report, render
+    from pytest_gemm.outputs.compare import as_dict, compare, parse_fail, parse_noise, read_report, render
     from pytest_gemm.outputs.speed_stats import StatisticsUnavailable, require_scipy
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -32,17 +32,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("new", type=Path, help="the report to compare with it")
     parser.add_argument("--fail", default="2%", help="fail when a kernel is surely slower by more than this (2%%)")
     parser.add_argument("--tolerance", type=float, default=None, help="the same as a fraction (0.02 = --fail 2%%)")
+    parser.add_argument("--noise", default="1%", help="the noise band: the smallest change called slower or "
+                        "faster (1%%; docs/compare.md)")
     parser.add_argument("--out", type=Path, help="also write the comparison as JSON here")
     args = parser.parse_args(argv)
     try:
         if args.tolerance is not None and not 0 < args.tolerance < 10:
             raise ValueError(f"--tolerance {args.tolerance:g}: expected a fraction above 0, e.g. 0.02 (= --fail 2%)")
         threshold = args.tolerance if args.tolerance is not None else parse_fail(args.fail)
+        noise = parse_noise(args.noise)
         require_scipy()
         old, new = read_report(args.old), read_report(args.new)
     except (ValueError, StatisticsUnavailable) as exc:
-        parser.error(str(exc).replace("--gemm-compare-fail", "--fail").replace("--gemm-compare ", ""))
-    result = compare(old, new, threshold, str(args.old))
+        parser.error(str(exc).replace("--gemm-compare-fail", "--fail").replace("--gemm-compare-noise", "--noise")
+                     .replace("--gemm-compare ", ""))
+    result = compare(old, new, threshold, str(args.old), noise)
     print("\n".join(render(result)))
     if args.out:
         args.out.write_text(json.dumps(as_dict(result), indent=2))

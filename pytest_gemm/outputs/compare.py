@@ -28,11 +28,21 @@ _PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
 
 def parse_fail(text: str) -> float:
     """``--gemm-compare-fail``: ``"5%"`` -> 0.05; anything else raises ValueError naming the value."""
+    return _percent(text, "--gemm-compare-fail", "e.g. 5% or 2.5% (a kernel surely slower than the saved run by "
+                                                 "more than that fails the run)")
+
+
+def parse_noise(text: str) -> float:
+    """``--gemm-compare-noise``: ``"2%"`` -> 0.02, the half-width of the noise band (docs/compare.md)."""
+    return _percent(text, "--gemm-compare-noise", "e.g. 1% (the default) or 2.5% (a change smaller than that is "
+                                                  "never called slower or faster)")
+
+
+def _percent(text: str, option: str, example: str) -> float:
     match = _PERCENT.match(str(text))
     value = float(match.group(1)) / 100 if match else None
     if value is None or not 0 < value < 10:
-        raise ValueError(f"--gemm-compare-fail {text!r}: expected a percentage above 0, e.g. 5% or 2.5% (a kernel "
-                         "surely slower than the saved run by more than that fails the run)")
+        raise ValueError(f"{option} {text!r}: expected a percentage above 0, {example}")
     return value
 
 
@@ -225,7 +235,8 @@ def _untrusted(k: dict[str, Any]) -> bool:
 
 
 def compare(old: dict[str, Any], new: dict[str, Any], threshold: float | None = None,
-            old_label: str = "the saved run") -> Comparison:
+            old_label: str = "the saved run", noise: float = RUN_NOISE) -> Comparison:
+    """``noise``: the noise band's half-width (``--gemm-compare-noise``; 1 % by default)."""
     setup = setup_differences(old, new)
     gpus = (_meta(old).get("gpu"), _meta(new).get("gpu"))
     by_cublas = bool(old.get("meta")) and gpus[0] != gpus[1]
@@ -234,14 +245,14 @@ def compare(old: dict[str, Any], new: dict[str, Any], threshold: float | None = 
     for key in [k for k in b if k in a]:
         (ka, ta), (kb, tb) = a[key], b[key]
         if _untrusted(ka) or _untrusted(kb):
-            speed = SpeedCall(UNSURE, None, None, None, RUN_NOISE, "a run's verdict failed: its timing is not ranked")
+            speed = SpeedCall(UNSURE, None, None, None, noise, "a run's verdict failed: its timing is not ranked")
         elif any(t.get("gpu_shared") or t.get("gpu_busy") for t in (ta, tb)):
-            speed = SpeedCall(UNSURE, None, None, None, RUN_NOISE, "the GPU was shared or busy in a run")
+            speed = SpeedCall(UNSURE, None, None, None, noise, "the GPU was shared or busy in a run")
         else:
             sa, sb = _samples(ta, by_cublas), _samples(tb, by_cublas)
             why = sa if isinstance(sa, str) else sb if isinstance(sb, str) else None
-            speed = SpeedCall(UNSURE, None, None, None, RUN_NOISE, why) if why else \
-                call_speed(sa, sb, RUN_NOISE, _drift(ta, tb, by_cublas))  # type: ignore[arg-type]
+            speed = SpeedCall(UNSURE, None, None, None, noise, why) if why else \
+                call_speed(sa, sb, noise, _drift(ta, tb, by_cublas))  # type: ignore[arg-type]
         rows.append(SpeedRow(key[0], key[1], ta["median_ms"], tb["median_ms"], speed, speed.fails(threshold)))
     name = lambda key: f"{key[0]} at {'x'.join(map(str, key[1]))}"  # noqa: E731
     return Comparison(old_label, threshold, setup, "fraction of cuBLAS" if by_cublas else "time",

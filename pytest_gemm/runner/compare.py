@@ -17,6 +17,7 @@ class CompareOptions:
     path: str
     old: dict[str, Any]
     threshold: float | None
+    noise: float
 
 
 COMPARE = pytest.StashKey[CompareOptions]()
@@ -24,22 +25,25 @@ GATE = pytest.StashKey[str]()
 
 
 def configure_compare(config: pytest.Config) -> None:
-    """Check --gemm-compare and --gemm-compare-fail now, not after the whole run."""
+    """Check --gemm-compare, --gemm-compare-fail and --gemm-compare-noise now, not after the whole run."""
     path = getattr(config.option, "gemm_compare", None)
     fail = getattr(config.option, "gemm_compare_fail", None)
-    if not path and not fail:
+    noise_text = getattr(config.option, "gemm_compare_noise", None)
+    if not path and not fail and not noise_text:
         return
     # lazy: keeps outputs, outputs.compare, outputs.speed_stats out of the plugin's load
-    from ..outputs.compare import parse_fail, read_report
+    from ..outputs.compare import parse_fail, parse_noise, read_report
     # lazy: keeps outputs, outputs.speed_stats out of the plugin's load
-    from ..outputs.speed_stats import StatisticsUnavailable, require_scipy
+    from ..outputs.speed_stats import RUN_NOISE, StatisticsUnavailable, require_scipy
 
     try:
         threshold = parse_fail(fail) if fail is not None else None
+        noise = parse_noise(noise_text) if noise_text is not None else RUN_NOISE
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     if not path:
-        raise pytest.UsageError(f"--gemm-compare-fail={fail} needs the saved run to compare with: add "
+        given = f"--gemm-compare-fail={fail}" if fail else f"--gemm-compare-noise={noise_text}"
+        raise pytest.UsageError(f"{given} needs the saved run to compare with: add "
                                 "--gemm-compare OLD.json (a report written by --gemm-report)")
     if is_xdist_worker(config):
         return
@@ -49,7 +53,7 @@ def configure_compare(config: pytest.Config) -> None:
     except (StatisticsUnavailable, ValueError) as exc:
         raise pytest.UsageError(f"--gemm-compare {path}: {exc}" if isinstance(exc, StatisticsUnavailable)
                                 else str(exc)) from None
-    config.stash[COMPARE] = CompareOptions(str(path), old, threshold)
+    config.stash[COMPARE] = CompareOptions(str(path), old, threshold, noise)
 
 
 def command_line(config: pytest.Config) -> str:
@@ -104,7 +108,7 @@ def compare_at_finish(config: pytest.Config, report: dict[str, Any]) -> None:
 
     st = config.stash[STATE]
     try:
-        result = compare(options.old, report, options.threshold, options.path)
+        result = compare(options.old, report, options.threshold, options.path, options.noise)
     except Exception as exc:  # a comparison that cannot be made costs the run neither its report nor its summary
         failure = (f"--gemm-compare {options.path}: the comparison could not be made ({type(exc).__name__}: {exc}); "
                    "the report and the summary are complete without it")
