@@ -131,6 +131,7 @@ class Comparison:
     only_old: list[str] = field(default_factory=list)
     only_new: list[str] = field(default_factory=list)
     commits: str = ""
+    noise: float = RUN_NOISE             # the noise band's half-width (--gemm-compare-noise)
 
     def counts(self) -> dict[str, int]:
         out = {"slower": 0, "faster": 0, "same": 0, "unsure": 0}
@@ -257,7 +258,7 @@ def compare(old: dict[str, Any], new: dict[str, Any], threshold: float | None = 
     name = lambda key: f"{key[0]} at {'x'.join(map(str, key[1]))}"  # noqa: E731
     return Comparison(old_label, threshold, setup, "fraction of cuBLAS" if by_cublas else "time",
                       correctness_changes(old, new), rows, sorted(name(k) for k in a if k not in b),
-                      sorted(name(k) for k in b if k not in a), f"{_commits(old)} -> {_commits(new)}")
+                      sorted(name(k) for k in b if k not in a), f"{_commits(old)} -> {_commits(new)}", noise)
 
 
 def _pct(x: float | None) -> str:
@@ -288,10 +289,9 @@ def render(c: Comparison) -> list[str]:
         lines += tabulate(table, headers=["kernel", "shape", "saved ms", "now ms", "change", "95% interval", "call"],
                           tablefmt="simple", disable_numparse=True).splitlines()
     counts = c.counts()
-    band = max((r.speed.band for r in c.rows), default=RUN_NOISE)
     moved = ", out to cuBLAS's own change on the side it moved, where that is more" if any(
         _moved(r.speed) for r in c.rows) else ""
-    lines.append(f"{len(c.rows)} timings compared ({c.basis}; noise band +-{100 * band:.1f}%{moved}, docs/compare.md): "
+    lines.append(f"{len(c.rows)} timings compared ({c.basis}; noise band +-{100 * c.noise:.1f}%{moved}, docs/compare.md): "
                  + ", ".join(f"{n} {k}" for k, n in counts.items()))
     for label, names in (("only in the saved run", c.only_old), ("only in this run", c.only_new)):
         if names:
