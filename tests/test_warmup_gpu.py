@@ -5,10 +5,17 @@ with default options. Its tuning is seen in the kernel's process while it happen
 returns still is, within the check's normal budget.
 
 Two runs beside the other GPU tests' (tests/gpu_runs.py): ``warmup-inside`` (kernel imported
-inside the launcher: fp16 and fp32 with ``ieee`` pass, fp32 as published is
-``precision_too_low``); ``warmup-ways`` the other ways (fp16, quick shapes, no speed check, to
-keep the GPU suite within its time) and the launcher that never returns. The module-global way
-is examples/ecosystems/triton_matmul.py (tests/test_ecosystems_gpu.py).
+inside the launcher: fp16 passes, fp32 as published is ``precision_too_low``); ``warmup-ways`` the
+other ways (fp16, quick shapes, no speed check, to keep the GPU suite within its time) and the
+launcher that never returns. The module-global way is examples/ecosystems/triton_matmul.py
+(tests/test_ecosystems_gpu.py).
+
+fp32 with ``ieee`` runs alone only (below): ``tl.dot`` without tensor cores makes ptxas work on
+the tutorial's 16 configs (128x256 and 256x128 tiles of fp32 FMAs among them) again at every new
+Triton specialisation: beside the suite's other runs its checks took up to 197 s each on the H200
+at 805b9ae, and the run did not end within its 480 s on the H200 at abd2fc4 nor on an H100 at
+657a2fa (three warm-ups of 186 to 219 s at its end). That is a compiler's cost, not the suite's
+logic, so the one command for every GPU test leaves it to the alone run and says so.
 
 The issue's time bound (the imported-inside run <= 180 s, cold Triton caches) is for that run
 alone: ``GEMM_WARMUP_ALONE=1`` (``bash tools/gpu_session.sh warmup``) runs it alone with a
@@ -45,8 +52,10 @@ def _cold() -> tuple[tuple[str, str], ...]:
 
 
 ALONE = os.environ.get("GEMM_WARMUP_ALONE", "").strip().lower() in ("1", "yes", "true", "on")
+ALONE_ONLY = {"imported_inside_fp32_ieee"}  # see above: its compiles alone outlast the suite's run
+INSIDE_HERE = [name for name in INSIDE if ALONE or name not in ALONE_ONLY]
 SUITE_RUNS = [] if MISSING else [
-    SuiteRun("warmup-inside", tuple(f"{LAUNCHERS}:{name}" for name in INSIDE), options=("-n", "3"),
+    SuiteRun("warmup-inside", tuple(f"{LAUNCHERS}:{name}" for name in INSIDE_HERE), options=("-n", str(len(INSIDE_HERE))),
              timeout=480, env=_cold() if ALONE else ()),
     *([] if ALONE else [SuiteRun("warmup-ways", tuple(f"{LAUNCHERS}:{name}" for name in WAYS), select="not speed",
                                  options=("-n", "2", "--gemm-shapes", "quick"), timeout=480)]),
@@ -63,6 +72,10 @@ def _entry(suite_runs: SuiteRuns, run: str, name: str) -> tuple[dict[str, Any], 
 
 @pytest.mark.parametrize("name", [*INSIDE, *WAYS])
 def test_each_way_gets_its_verdict_and_no_warm_up_is_a_timeout(suite_runs: SuiteRuns, name: str):
+    if name not in INSIDE_HERE and name in INSIDE:
+        pytest.skip(f"{name} runs in the imported-inside run alone only (bash tools/gpu_session.sh warmup, "
+                    "GEMM_WARMUP_ALONE=1): fp32 without tensor cores compiles the tutorial's 16 configs again "
+                    "at every Triton specialisation, minutes of ptxas beside the suite's other runs")
     k, finished = _entry(suite_runs, "warmup-inside" if name in INSIDE else "warmup-ways", name)
     status, category = {**INSIDE, **WAYS}[name]
     said = f"{k['verdict']} / {k['primary_category']} ({k['primary_check']}): {k['diagnosis']}; {k['consequences']}"
