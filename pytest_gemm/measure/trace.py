@@ -27,7 +27,8 @@ import threading
 import time
 from typing import Any
 
-from ..judges.launches import CallWindow, Launch, launch_from_activity
+from ..judges.launches import CallWindow, Launch
+from .trace_records import keep
 from dataclasses import replace
 
 TRACE_ENV = "PYTEST_GEMM_TRACE"  # "off" switches the launch trace off (as --gemm-trace off does)
@@ -98,7 +99,7 @@ class Tracer:
 
     def __init__(self) -> None:
         self.cupti, self.reason = _binding()
-        self.kernels: list[Any] = []      # (fields of a kernel record), kept as plain tuples
+        self.kernels: list[Launch] = []   # every kernel record (measure/trace_records.py reads them)
         self.api: dict[int, int] = {}      # correlation id -> host start of its API call
         self.windows: list[list[int | None]] = []  # [entered, returned, awaited]
         self.overhead_ns = 0               # host time spent in the launcher's wrappers and flushes
@@ -117,13 +118,7 @@ class Tracer:
         kernel_kinds = (c.ActivityKind.CONCURRENT_KERNEL, c.ActivityKind.KERNEL)
         t0 = time.perf_counter_ns()
         with _LOCK:
-            for a in activities:
-                kind = a.kind
-                if kind in kernel_kinds:
-                    self.kernels.append(launch_from_activity(a))
-                elif kind in (c.ActivityKind.DRIVER, c.ActivityKind.RUNTIME):
-                    self.api[int(a.correlation_id)] = int(a.start)
-                    self.api_records += 1
+            keep(c, activities, kernel_kinds, (c.ActivityKind.DRIVER, c.ActivityKind.RUNTIME), self)
             if self._flushing != threading.get_ident():
                 self.read_ns += time.perf_counter_ns() - t0
 
