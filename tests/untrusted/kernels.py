@@ -217,6 +217,7 @@ def modifies_inputs(a: Any, b: Any, c: Any) -> None:
 
 _HEAD_START_CALLS: dict[tuple[Any, ...], int] = {}
 LATE_CALLS = 8  # enough late launches for the harness's launch guard to reach its longest wait
+HEAD_START_POLL_S = 0.003  # under the guard's longest wait (6.4 ms): the work still starts inside it
 
 
 @kernel(name="head_start")
@@ -236,7 +237,16 @@ def head_start(a: Any, b: Any, c: Any) -> None:
         cupy.cuda.runtime.deviceSynchronize()  # UNTRUSTED: a late launch makes the guard wait longer
         _real_work(a, b, c)
         return
-    time.sleep(0.0005)  # the harness's input copies, queued before its guard, are done by now
+    # What the caller queued before this call: the harness's inputs, then (in a timed call) the
+    # launch guard's wait, at its longest (6.4 ms) after the late calls. Wait for it a while: where it
+    # ends (no guard: the call once more with A negated after the timed calls), the inputs are in
+    # place; where it does not, a guard is still waiting and the work starts now, in its wait. A
+    # fixed 0.5 ms sleep raced the harness's negation of A on a GPU shared with the suite's other runs
+    # (stale_output, H100 at 1e3052f): a data race of this stand-in, not the head start it stands for.
+    queued = caller.record()
+    deadline = time.perf_counter() + HEAD_START_POLL_S
+    while not queued.done and time.perf_counter() < deadline:
+        time.sleep(0.0001)
     side = _non_blocking_stream("head_start")  # not _side_stream(): that one waits for the caller
     with side:
         _real_work(a, b, c)  # UNTRUSTED: starts now, not after the caller's queued work
