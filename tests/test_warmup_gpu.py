@@ -52,7 +52,7 @@ def _cold() -> tuple[tuple[str, str], ...]:
 
 
 ALONE = os.environ.get("GEMM_WARMUP_ALONE", "").strip().lower() in ("1", "yes", "true", "on")
-ALONE_ONLY = {"imported_inside_fp32_ieee"}  # see above: its compiles alone outlast the suite's run
+ALONE_ONLY = {"imported_inside_fp32_ieee"}  # see above: beside the suite's other runs its compiles outlast 480 s
 INSIDE_HERE = [name for name in INSIDE if ALONE or name not in ALONE_ONLY]
 SUITE_RUNS = [] if MISSING else [
     SuiteRun("warmup-inside", tuple(f"{LAUNCHERS}:{name}" for name in INSIDE_HERE), options=("-n", str(len(INSIDE_HERE))),
