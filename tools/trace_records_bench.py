@@ -20,8 +20,7 @@ import numpy as np
 def main(n: int) -> None:
     from cupti import cupti
 
-    from pytest_gemm.judges.launches import launch_from_activity
-    from pytest_gemm.measure.trace_records import keep
+    from pytest_gemm.measure.trace_records import keep, one_by_one
 
     kd, ad = cupti.activity_kernel10_dtype, cupti.activity_api_dtype
     name = ctypes.create_string_buffer(b"_Z13matmul_kernelPfS_S_iii")
@@ -47,13 +46,9 @@ def main(n: int) -> None:
     keep(cupti, records, kernel_kinds, api_kinds, bulk)
     t1 = time.perf_counter()
     each = types.SimpleNamespace(kernels=[], api={}, api_records=0)
-    for a in records:
-        if a.kind in kernel_kinds:
-            each.kernels.append(launch_from_activity(a))
-        elif a.kind in api_kinds:
-            each.api[int(a.correlation_id)] = int(a.start)
+    one_by_one(records, tuple(map(int, kernel_kinds)), tuple(map(int, api_kinds)), each)
     t2 = time.perf_counter()
-    same = bulk.kernels == each.kernels and bulk.api == each.api
+    same = (bulk.kernels, bulk.api, bulk.api_records) == (each.kernels, each.api, each.api_records)
     print(f"{n} launches: in bulk {(t1 - t0) / n * 1e6:.1f} us a launch, field by field {(t2 - t1) / n * 1e6:.1f} us "
           f"a launch; same launches and API records: {same}")
     sys.stdout.flush()

@@ -82,7 +82,7 @@ def keep(binding: Any, activities: Iterable[Any], kernel_kinds: tuple[int, ...],
             fields = KERNEL_FIELDS if "grid_x" in (getattr(dtype, "names", None) or ()) else API_FIELDS
             cols = _columns(records, dtype, fields)
         if cols is None:
-            _one_by_one(records, kernel_kinds, api_kinds, into)
+            one_by_one(records, kernel_kinds, api_kinds, into)
             continue
         for i, kind in enumerate(cols["kind"]):
             if kind in kernel_kinds and "grid_x" in cols:
@@ -98,7 +98,7 @@ def keep(binding: Any, activities: Iterable[Any], kernel_kinds: tuple[int, ...],
                 into.api_records += 1
 
 
-def _one_by_one(records: list[Any], kernel_kinds: tuple[int, ...], api_kinds: tuple[int, ...], into: Any) -> None:
+def one_by_one(records: list[Any], kernel_kinds: tuple[int, ...], api_kinds: tuple[int, ...], into: Any) -> None:
     """Records of a type with no dtype here: each field an attribute read."""
     for a in records:
         kind = int(a.kind)
