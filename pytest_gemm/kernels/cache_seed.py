@@ -1,7 +1,7 @@
 """A confined kernel's CuPy cache seeded with the harness's own compiled kernels.
 
-A grader may compile the CuPy kernels pytest-gemm's checks use once, in a trusted run of our
-checks on our kernels, and name that run's cache folder in ``PYTEST_GEMM_CUPY_SEED``.
+The gradebook compiles the CuPy kernels pytest-gemm's checks use once, in a trusted priming run
+(``grading/harness_seed.py``), and names that run's cache folder in ``PYTEST_GEMM_CUPY_SEED``.
 When ``confine.compile_caches`` makes a kernel's own caches, the seed's files are copied into
 its CuPy folder, so the kernel's process finds them instead of compiling them again. Copied,
 never linked: a submission may change its own copy (its own cache, as before), never the seed
