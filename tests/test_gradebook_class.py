@@ -46,7 +46,7 @@ def test_a_class_with_a_hanging_student_is_graded_in_seconds_with_every_check_in
     assert done.returncode == 0, done.stdout + done.stderr
     assert took < 150, f"{took:.0f} s"
     seeded = [line for line in done.stdout.splitlines() if line.startswith("gradebook: harness caches ")]
-    assert len(seeded) == 1 and " not seeded: " in seeded[0], done.stdout  # the fake GPU compiles nothing
+    assert seeded == [], done.stdout  # the seed is asked for (PYTEST_GEMM_HARNESS_SEED=on), not the default
     book = {s["student"]: s for s in json.loads(out.read_text())["students"]}
     carol = book["carol"]
     assert carol["status"] == GRADED and carol["elapsed_s"] < 60, (carol["status"], carol["elapsed_s"])

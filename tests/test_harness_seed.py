@@ -24,11 +24,11 @@ def book(tmp_path, monkeypatch, capsys):
     (``graded``: the students' environment, and whether the seed it names held files then) and
     each priming run (``primed``: its command and environment; ``outcome`` what it returns, after
     writing ``files`` into its CuPy cache). Confined students on a machine with a GPU, unless a
-    test says otherwise; no fake dispatcher."""
+    test says otherwise; no fake dispatcher; the seed asked for (``PYTEST_GEMM_HARNESS_SEED=on``)."""
     (tmp_path / "subs" / "ann").mkdir(parents=True)
     (tmp_path / "subs" / "ann" / "kernel.py").write_text("")
     monkeypatch.delenv(harness_seed.DISPATCH_ENV, raising=False)
-    monkeypatch.delenv(harness_seed.SWITCH_ENV, raising=False)
+    monkeypatch.setenv(harness_seed.SWITCH_ENV, "on")  # asked for: not the default until measured on a GPU
     monkeypatch.delenv(SEED_ENV, raising=False)
     monkeypatch.setattr(confine, "resolve", lambda asked: "none" if asked == "none" else "bubblewrap")
     monkeypatch.setattr(gradebook, "no_gpu_problem", lambda: None)
@@ -90,10 +90,20 @@ def test_a_priming_run_that_overruns_or_fails_leaves_no_seed_and_the_class_is_gr
     assert not os.path.exists(env["CUPY_CACHE_DIR"])
 
 
+@pytest.mark.parametrize("switch", ["off", "", None])
+def test_unless_asked_for_there_is_no_priming_run_and_no_line(book, monkeypatch, switch):
+    """Opt-in until a GPU has measured it: a small class may not win back the priming run's time."""
+    if switch is None:
+        monkeypatch.delenv(harness_seed.SWITCH_ENV)
+    else:
+        monkeypatch.setenv(harness_seed.SWITCH_ENV, switch)
+    assert book["main"]() == []
+    assert book["primed"] == [] and SEED_ENV not in book["graded"][0][0]
+
+
 @pytest.mark.parametrize("args, env, why", [
-    ((), {harness_seed.SWITCH_ENV: "off"}, "PYTEST_GEMM_HARNESS_SEED=off"),
-    ((), {harness_seed.SWITCH_ENV: "of"}, "PYTEST_GEMM_HARNESS_SEED='of' is neither on nor off; set it to off "
-                                          "to turn seeding off"),
+    ((), {harness_seed.SWITCH_ENV: "of"}, "PYTEST_GEMM_HARNESS_SEED='of' is neither on nor off; set it to on "
+                                          "to seed, off (the default) not to"),
     (("--", "--gemm-confine", "none"), {}, "the students run unconfined, so they share this machine's CuPy cache "
                                            "already"),
     ((), {harness_seed.DISPATCH_ENV: "fakegpu:run_check"}, "the checks are faked (PYTEST_GEMM_DISPATCH): nothing "

@@ -14,8 +14,9 @@ stopped and killed, and the student is recorded as "timed out". A submission
 that crashes pytest, hangs or faults costs only its own row. ``--jobs N`` grades
 N students at once, spread over the GPUs (``classrun.py``). On a machine with no usable GPU it
 refuses to grade (exit status 2, one line why) unless ``--allow-no-gpu`` asks for the zeros.
-Before a class graded confined, one trusted run compiles the harness's own CuPy kernels, which
-each student's kernel cache starts with (``harness_seed.py``; one line says whether it did).
+With ``PYTEST_GEMM_HARNESS_SEED=on`` (not yet the default), before a class graded confined, one
+trusted run compiles the harness's own CuPy kernels, which each student's kernel cache starts
+with (``harness_seed.py``; one line says whether it did).
 
 The pieces: ``submissions.py`` (finding them, the pytest command), ``processes.py``
 (the wall-clock limit), ``students.py`` (one student's row), ``classrun.py`` (the

@@ -12,8 +12,10 @@ that run, so what it compiled is trusted; the folder is the grader's, in its tem
 directory, and bound into no sandbox. A priming run that fails or overruns
 ``PRIME_TIMEOUT_S`` leaves no seed and the class is graded as before.
 
-Not measured on a GPU yet: ``PYTEST_GEMM_HARNESS_SEED=off`` turns it off, to measure a class
-both ways (``CLASS_SEED=off bash tools/gpu_session.sh class``).
+Not measured on a GPU yet, so it is asked for (``PYTEST_GEMM_HARNESS_SEED=on``), not the default:
+the priming run costs its own time before the first student starts, which a small class (the
+course example's five) may not win back. ``CLASS_SEED=on bash tools/gpu_session.sh class``
+measures a class with it, against the same stage without.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from ..kernels.cache_seed import SEED_ENV
 from .gradebook_files import clip
 from .processes import run_with_limit
 
-SWITCH_ENV = "PYTEST_GEMM_HARNESS_SEED"  # off: no priming run, no seed
+SWITCH_ENV = "PYTEST_GEMM_HARNESS_SEED"  # on: the priming run and the seed; off or unset (the default): neither
 DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"    # the fake GPU's test hook (checks/sandbox_child.py): nothing compiles
 PRIME_TIMEOUT_S = 120.0
 # fp32 with alpha and beta: every correctness check's kernels at fp32, alphabeta's and beta_zero's
@@ -89,15 +91,18 @@ def students_confinement(extra_args: Sequence[str]) -> str:
     return asked
 
 
+def seed_asked(env: dict[str, str]) -> bool | None:
+    """Whether ``PYTEST_GEMM_HARNESS_SEED`` asks for the seed (unset: no); None for a word that is
+    neither on nor off."""
+    return {"on": True, "off": False, "": False}.get(env.get(SWITCH_ENV, "").strip().lower())
+
+
 def why_no_seed(extra_args: Sequence[str], env: dict[str, str], *, remote: str | None,
             no_gpu: Callable[[], str | None] | None) -> str | None:
     """Why this class gets no seed, or None. ``remote``: the Dask scheduler's address, whose
     workers may be other machines; ``no_gpu``: the GPU probe, where the gradebook has not run it."""
-    switch = env.get(SWITCH_ENV, "").strip().lower()
-    if switch not in ("", "on", "off"):
-        return f"{SWITCH_ENV}={env[SWITCH_ENV]!r} is neither on nor off; set it to off to turn seeding off"
-    if switch == "off":
-        return f"{SWITCH_ENV}=off"
+    if seed_asked(env) is None:
+        return f"{SWITCH_ENV}={env[SWITCH_ENV]!r} is neither on nor off; set it to on to seed, off (the default) not to"
     try:
         level = confine.resolve(students_confinement(extra_args))
     except ValueError as exc:
@@ -119,6 +124,9 @@ def harness_seed(extra_args: Sequence[str], *, remote: str | None = None,
     after one line on the terminal saying whether the harness's caches were seeded; the seed is
     removed when the block ends."""
     env = dict(os.environ if env is None else env)
+    if seed_asked(env) is False:  # not asked for (the default until measured): no run, no line
+        yield {}
+        return
     why = why_no_seed(extra_args, env, remote=remote, no_gpu=no_gpu)
     with contextlib.ExitStack() as stack:
         if why is None:
@@ -131,7 +139,7 @@ def harness_seed(extra_args: Sequence[str], *, remote: str | None = None,
                 why = f"its folder {folder} would be inside {inside}, which confined kernels read; set TMPDIR elsewhere"
             if why is None:
                 say(f"gradebook: harness caches seeded: {files} CuPy cache files compiled by one priming run in "
-                    f"{seconds:.1f} s, copied into each confined student's cache ({SWITCH_ENV}=off turns it off)")
+                    f"{seconds:.1f} s, copied into each confined student's cache ({SWITCH_ENV}=on)")
                 yield {SEED_ENV: str(folder / "cupy")}
                 return
             why += "; each confined student compiles the harness's CuPy kernels itself, as before"
