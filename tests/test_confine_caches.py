@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gemm.kernels import confine
+from pytest_gemm.kernels import cache_seed, confine
 
 
 @pytest.fixture
@@ -128,3 +128,68 @@ def test_under_bubblewrap_two_workers_users_of_one_kernel_each_use_its_caches(ru
     assert again.returncode == 0 and again.stdout.split() == ["b'cubin'"], again.stderr
     other = confined(confine.SANDBOX_UID_BASE + 12, _CUPY_LOAD)  # another worker's
     assert other.returncode == 0, other.stderr
+
+
+# ---- the gradebook's seed (kernels/cache_seed.py): each kernel's CuPy cache starts as a copy --------
+
+SEED_FILES = {"0f1e.cubin": b"hash+cubin of a fill kernel", "9a8b.cubin": b"hash+cubin of a compare kernel"}
+LEVELS = [pytest.param(level, marks=pytest.mark.skipif(confine.why_not(level) is not None,
+                                                          reason=f"{level}: {confine.why_not(level)}"))
+          for level in ("bubblewrap", "landlock")]
+
+
+@pytest.fixture
+def seed(monkeypatch):
+    """A planted seed as the gradebook's priming run leaves it: a folder of the grader's only, in
+    the temporary directory, of files CuPy wrote for their owner only; named to the run."""
+    made = Path(tempfile.mkdtemp(prefix="gemm-test-seed-"))
+    for name, payload in SEED_FILES.items():
+        (made / name).write_bytes(payload)
+        os.chmod(made / name, 0o600)
+    (made / "not-a-cache-file").mkdir()
+    monkeypatch.setenv(cache_seed.SEED_ENV, str(made))
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
+
+
+def test_each_kernels_cupy_cache_starts_as_a_copy_of_the_seed_of_its_own(run_folder, seed):
+    alice, bob = (Path(confine.compile_caches(key)) / "cupy" for key in ("alice.py", "bob.py"))
+    for cache in (alice, bob):
+        assert {p.name: p.read_bytes() for p in cache.iterdir()} == SEED_FILES  # files only, no leftovers
+        for path in cache.iterdir():
+            st = path.lstat()
+            assert not path.is_symlink() and st.st_nlink == 1 and st.st_mode & 0o777 == 0o644, path
+    name = next(iter(SEED_FILES))
+    (alice / name).write_bytes(b"poisoned by alice")  # a submission may change its own copy only
+    assert (seed / name).read_bytes() == SEED_FILES[name] and (bob / name).read_bytes() == SEED_FILES[name]
+    confine.compile_caches("alice.py")  # alice's next process: its cache is its own, not copied again
+    assert (alice / name).read_bytes() == b"poisoned by alice"
+
+
+def test_with_no_seed_or_a_seed_gone_a_kernels_caches_start_empty(run_folder, monkeypatch):
+    monkeypatch.setenv(cache_seed.SEED_ENV, str(run_folder / "removed-after-its-class"))
+    assert not any((Path(confine.compile_caches("k.py")) / "cupy").iterdir())
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_confined_kernel_reads_its_seeded_cache_and_cannot_reach_the_seed(run_folder, folder, seed, level):
+    name = next(iter(SEED_FILES))
+    code = ("import json, os, sys\n"
+            "seed, cache = sys.argv[1], os.environ['CUPY_CACHE_DIR']\n"
+            "def attempt(do):\n"
+            "    try:\n        do()\n        return 'done'\n"
+            "    except OSError as exc:\n        return type(exc).__name__\n"
+            "print(json.dumps({'cache': {n: open(os.path.join(cache, n)).read() for n in sorted(os.listdir(cache))},\n"
+            "    'exists': os.path.exists(seed), 'list': attempt(lambda: os.listdir(seed)),\n"
+            f"    'read': attempt(lambda: open(os.path.join(seed, {name!r})).read()),\n"
+            "    'write': attempt(lambda: open(os.path.join(seed, 'planted'), 'w').write('x'))}))\n")
+    cmd = confine.command([sys.executable, "-c", code, str(seed)], readable=[folder], chdir=folder, level=level,
+                          caches=confine.compile_caches("alice.py", level=level))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, **confine.popen_kwargs(level))
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["cache"] == {n: p.decode() for n, p in SEED_FILES.items()}
+    assert "done" not in (seen["list"], seen["read"], seen["write"]), seen
+    if level == "bubblewrap":
+        assert not seen["exists"]  # not bound: no such path (Landlock does not hide a path from stat)
+    assert sorted(p.name for p in seed.iterdir()) == sorted([*SEED_FILES, "not-a-cache-file"])

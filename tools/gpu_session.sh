@@ -30,6 +30,8 @@
 #                                       # CLASS_SCHEDULER=dask grades the class through Dask (a LocalCluster) and
 #                                       # again on the local pool, and compares (issue 47), with the Dask wheels
 #                                       # carried in .whl/ when the machine has no Dask (docs/distributed.md)
+#                                       # CLASS_SEED=on grades with the seed of the harness's CuPy kernels
+#                                       # (PYTEST_GEMM_HARNESS_SEED=on; docs/courses.md), for issue 44's A/B
 #   bash tools/gpu_session.sh course    # the course example (examples/course, 5 students) with the gradebook's
 #                                       # defaults, as its README gives it: target <= 60 s  ~1.5 min
 #   bash tools/gpu_session.sh cutlass   # CUTLASS's own mma.sync GEMMs (bench/cutlass_sm80, built beforehand and
@@ -259,8 +261,10 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
         python3 -c "import distributed; print('dask: distributed', distributed.__version__)" 2>&1 | tail -1
         sched=(--scheduler dask --compare-local)
       fi
+      # the seed of the harness's CuPy kernels for confined students, asked for by CLASS_SEED=on (A/B)
+      seed=(); [ "${CLASS_SEED:-off}" = on ] && seed=(env PYTEST_GEMM_HARNESS_SEED=on)
       rm -rf /tmp/gemm-class
-      walled "class of $n" "${CLASS_LIMIT:-570}" python3 tools/class_benchmark.py --students "$n" "${jobs[@]}" \
+      walled "class of $n" "${CLASS_LIMIT:-570}" "${seed[@]}" python3 tools/class_benchmark.py --students "$n" "${jobs[@]}" \
         --solo "${CLASS_SOLO:-3}" --again "${CLASS_AGAIN:-25}" --deadline "$(( ${CLASS_LIMIT:-570} - 15 ))" \
         "${sched[@]}" --lock-log --out /tmp/gemm-class > "$out/class.txt" 2>&1
       cp /tmp/gemm-class/class.json /tmp/gemm-class/solo.json /tmp/gemm-class/again.json \
@@ -269,7 +273,7 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       if cp /tmp/gemm-class/class-lock.jsonl "$out/" 2>/dev/null && [ ! -f "$out/class.json" ]; then
         python3 tools/lock_log.py "$out/class-lock.jsonl" >> "$out/class.txt" 2>&1
       fi
-      grep -E "^(CLASS|LOCAL|SOLO|AGAIN|RESULT|TARGETS|WHERE|GPU LOCK)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting|alone|draining|held|shared|presumed)|DIFFERS|OUT OF" \
+      grep -E "^(CLASS|LOCAL|SOLO|AGAIN|RESULT|TARGETS|WHERE|GPU LOCK|gradebook: harness caches)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting|alone|draining|held|shared|presumed)|DIFFERS|OUT OF" \
         "$out/class.txt" | tail -45
       ;;
     course)

@@ -344,9 +344,12 @@ def _deaths(exc: BaseException) -> int:
 def grade_class(submissions: Sequence[Submission], grading: StudentGrading, *, address: str | None, jobs: int,
                 no_gpu: Callable[[], str | None] | None, share_measurements: bool = True,
                 progress: Callable[[StudentResult], None] | None = None,
-                say: Callable[[str], None] = print) -> tuple[list[StudentResult], int, str]:
+                say: Callable[[str], None] = print,
+                env: dict[str, str] | None = None) -> tuple[list[StudentResult], int, str]:
     """The gradebook's ``--scheduler dask``: (the rows, the GPU slots at the start, where they
-    were graded). ``no_gpu``: the probe run on every worker first (None: ``--allow-no-gpu``)."""
+    were graded). ``no_gpu``: the probe run on every worker first (None: ``--allow-no-gpu``);
+    ``env``: the students' environment on this machine's own LocalCluster (default: this
+    process's), unused with ``address`` (each worker's own)."""
     paths = sorted({str(s.kernel_file.parent) for s in submissions if s.kernel_file is not None})
     paths += [str(grading.ini)] if grading.ini is not None else []
     with connect(address, jobs) as client:
@@ -355,7 +358,7 @@ def grade_class(submissions: Sequence[Submission], grading: StudentGrading, *, a
             f" ({len(slots)} worker{'s' if len(slots) != 1 else ''}, {sum(slots.values()):g} {RESOURCE} slots)"
         say(f"gradebook: grading {len(submissions)} students on {where}")
         with contextlib.ExitStack() as stack:
-            env = None if address else stack.enter_context(class_env(None, share_measurements, jobs))
+            env = None if address else stack.enter_context(class_env(env, share_measurements, jobs))
             rows = grade_all_dask(submissions, grading, client=client, env=env,
                                   share_measurements=share_measurements, progress=progress)
         return rows, int(sum(slots.values())), where

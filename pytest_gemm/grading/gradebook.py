@@ -14,11 +14,15 @@ stopped and killed, and the student is recorded as "timed out". A submission
 that crashes pytest, hangs or faults costs only its own row. ``--jobs N`` grades
 N students at once, spread over the GPUs (``classrun.py``). On a machine with no usable GPU it
 refuses to grade (exit status 2, one line why) unless ``--allow-no-gpu`` asks for the zeros.
+With ``PYTEST_GEMM_HARNESS_SEED=on`` (not yet the default), before a class graded confined, one
+trusted run compiles the harness's own CuPy kernels, which each student's kernel cache starts
+with (``harness_seed.py``; one line says whether it did).
 
 The pieces: ``submissions.py`` (finding them, the pytest command), ``processes.py``
 (the wall-clock limit), ``students.py`` (one student's row), ``classrun.py`` (the
 class, jobs and GPUs), ``dask_scheduler.py`` (the class on Dask distributed, ``--scheduler dask``),
-``gradebook_files.py`` (CSV, JSON, summary); this module is the command line.
+``gradebook_files.py`` (CSV, JSON, summary), ``harness_seed.py`` (the CuPy kernels of the harness
+compiled once for a confined class); this module is the command line.
 
 A course runs this module (``python -m pytest_gemm.grading.gradebook``, docs/courses.md) and
 imports none of its names; it defines only the command line (``__all__``). The rest live in the
@@ -42,6 +46,7 @@ from .config import GradingConfig
 from .students import DEFAULT_TIMEOUT, StudentResult, load_grading_config
 from .submissions import find_submissions
 from .dask_scheduler import DaskProblem, grade_class
+from .harness_seed import harness_seed
 from ..kernels.gpus import visible_gpu_ids
 
 __all__ = ["main", "make_parser", "no_gpu_problem", "split_passthrough"]
@@ -201,21 +206,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     extra = [*extra, "--gemm-allow-no-gpu"] if args.allow_no_gpu else extra  # each run refuses otherwise
     log_dir = Path(args.logs).resolve() if args.logs else None
-    if args.scheduler == "dask":
-        grading = StudentGrading.of_class(attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
-                                          ini=ini, extra_args=extra, log_dir=log_dir)
-        try:
-            results, jobs, where = grade_class(submissions, grading, address=args.address, jobs=jobs,
-                                               no_gpu=None if args.allow_no_gpu else no_gpu_problem,
-                                               share_measurements=not args.measure_each, progress=progress)
-        except DaskProblem as exc:
-            print(f"gradebook: not grading: {exc}", file=sys.stderr)
-            return 2
-        where = "on " + where
-    else:
-        results = grade_all(submissions, attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
-                            ini=ini, extra_args=extra, jobs=jobs, log_dir=log_dir,
-                            progress=progress, share_measurements=not args.measure_each)
+    gpu_probed = not (args.allow_no_gpu or args.scheduler == "dask")  # and found: the refusal above
+    with harness_seed(extra, remote=args.address, no_gpu=None if gpu_probed else no_gpu_problem) as seed_env:
+        env = {**os.environ, **seed_env}
+        if args.scheduler == "dask":
+            grading = StudentGrading.of_class(attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
+                                              ini=ini, extra_args=extra, log_dir=log_dir)
+            try:
+                results, jobs, where = grade_class(submissions, grading, address=args.address, jobs=jobs,
+                                                   no_gpu=None if args.allow_no_gpu else no_gpu_problem,
+                                                   share_measurements=not args.measure_each, progress=progress,
+                                                   env=env)
+            except DaskProblem as exc:
+                print(f"gradebook: not grading: {exc}", file=sys.stderr)
+                return 2
+            where = "on " + where
+        else:
+            results = grade_all(submissions, attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
+                                ini=ini, extra_args=extra, jobs=jobs, log_dir=log_dir, env=env,
+                                progress=progress, share_measurements=not args.measure_each)
     columns = check_columns(results, config)
     confined = confinements(results)
     write_csv(Path(args.out), results, columns)

@@ -40,6 +40,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from .cache_seed import seed_cupy_cache
+
 LEVELS = ("none", "landlock", "bubblewrap")  # weakest to strongest
 CHOICES = ("auto", *LEVELS)
 BWRAP_ENV = "PYTEST_GEMM_BWRAP"
@@ -121,13 +123,15 @@ def compile_caches(key: str, level: str | None = None) -> str:
     the kernel as a user of each worker's own (``sandbox_uid``, root's graders) the folder is that
     user's too: CuPy writes its cache files readable by their owner only (a ``NamedTemporaryFile``,
     mode 0600) and Triton a folder per kernel writable by its owner only, so another worker's user
-    could neither read the one nor finish the other (PermissionError)."""
+    could neither read the one nor finish the other (PermissionError). A class graded by the
+    gradebook starts each CuPy cache as a copy of its trusted seed (``kernels/cache_seed.py``)."""
     uid = sandbox_uid() if (level or _active) == "bubblewrap" else None
     name = key if uid is None else f"{key}\0uid {uid}"
     folder = Path(run_compile_caches()) / hashlib.sha256(name.encode()).hexdigest()[:20]
     for sub in (folder, folder / "cupy", folder / "triton"):
         sub.mkdir(exist_ok=True)
         os.chmod(sub, 0o1777)  # root's graders run the sandbox as a user of its own
+    seed_cupy_cache(folder / "cupy")
     return str(folder)
 
 

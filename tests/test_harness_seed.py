@@ -1,0 +1,186 @@
+"""The gradebook's seed of the harness's CuPy kernels (grading/harness_seed.py): one trusted
+priming run before a class graded confined, named to the students' runs; one line says whether
+it was made and why not. No GPU: the gradebook's grading and the priming run are stood in for,
+but for the priming command's own run on the fake GPU (tests/fakegpu.py)."""
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import pytest
+
+import fakegpu
+from pytest_gemm.checks import registry
+from pytest_gemm.grading import gradebook, harness_seed
+from pytest_gemm.grading.processes import RunOutcome
+from pytest_gemm.kernels import confine
+from pytest_gemm.kernels.cache_seed import SEED_ENV
+
+
+@pytest.fixture
+def book(tmp_path, monkeypatch, capsys):
+    """The gradebook's ``main`` on one student, its grading stood in for: what each grading saw
+    (``graded``: the students' environment, and whether the seed it names held files then) and
+    each priming run (``primed``: its command and environment; ``outcome`` what it returns, after
+    writing ``files`` into its CuPy cache). Confined students on a machine with a GPU, unless a
+    test says otherwise; no fake dispatcher; the seed asked for (``PYTEST_GEMM_HARNESS_SEED=on``)."""
+    (tmp_path / "subs" / "ann").mkdir(parents=True)
+    (tmp_path / "subs" / "ann" / "kernel.py").write_text("")
+    monkeypatch.delenv(harness_seed.DISPATCH_ENV, raising=False)
+    monkeypatch.setenv(harness_seed.SWITCH_ENV, "on")  # asked for: not the default until measured on a GPU
+    monkeypatch.delenv(SEED_ENV, raising=False)
+    monkeypatch.setattr(confine, "resolve", lambda asked: "none" if asked == "none" else "bubblewrap")
+    monkeypatch.setattr(gradebook, "no_gpu_problem", lambda: None)
+    state = {"graded": [], "primed": [], "files": 3, "outcome": RunOutcome(0, False, "30 passed in 9.1s", 9.1)}
+
+    def grade_all(submissions, **kwargs):
+        env = kwargs["env"]
+        seed = env.get(SEED_ENV)
+        state["graded"].append((env, seed and sorted(os.listdir(seed))))
+        return []
+
+    def run_with_limit(cmd, *, cwd, timeout, env, grace):
+        state["primed"].append((cmd, env))
+        for i in range(state["files"]):
+            Path(env["CUPY_CACHE_DIR"], f"{i:040x}.cubin").write_bytes(b"hash+cubin")
+        if isinstance(state["outcome"], OSError):
+            raise state["outcome"]
+        return state["outcome"]
+
+    monkeypatch.setattr(gradebook, "grade_all", grade_all)
+    monkeypatch.setattr(harness_seed, "run_with_limit", run_with_limit)
+
+    def main(*args: str) -> list[str]:
+        assert gradebook.main([str(tmp_path / "subs"), "--out", str(tmp_path / "g.csv"), *args]) == 0
+        return [line for line in capsys.readouterr().out.splitlines() if line.startswith("gradebook: harness")]
+    state["main"] = main
+    return state
+
+
+def test_a_confined_class_is_primed_once_and_its_students_start_from_the_seed(book):
+    lines = book["main"]()
+    assert len(lines) == 1 and lines[0].startswith("gradebook: harness caches seeded: 3 CuPy cache files compiled "
+                                                   "by one priming run in 9.1 s"), lines
+    [(cmd, env)] = book["primed"]
+    assert cmd[cmd.index("--gemm-confine") + 1] == "none"  # ours only: unconfined, its cache of its own
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--gemm-kernel"] == list(harness_seed.PRIMING_KERNELS)
+    assert "speed" in cmd[cmd.index("-k") + 1]
+    [(students, files)] = book["graded"]
+    assert students[SEED_ENV] == env["CUPY_CACHE_DIR"] and len(files) == 3  # named, and there while they run
+    assert "CUPY_CACHE_DIR" not in students or students["CUPY_CACHE_DIR"] != env["CUPY_CACHE_DIR"]
+    assert not os.path.exists(env["CUPY_CACHE_DIR"])  # removed with the class
+
+
+@pytest.mark.parametrize("outcome, files, why", [
+    (RunOutcome(None, True, "", 125.0), 2, "the priming run was still running after 120 s, so it was stopped"),
+    (RunOutcome(1, False, "...\nFAILED exact-regtile2d-1x1x1\n1 failed, 29 passed in 9.0s\n", 9.0), 2,
+     "the priming run failed (pytest exit status 1: 1 failed, 29 passed in 9.0s)"),
+    (RunOutcome(0, False, "30 passed in 9.1s", 9.1), 0, "the priming run compiled nothing"),
+    (OSError(24, "Too many open files"), 0, "the priming run could not start ([Errno 24] Too many open files)"),
+])
+def test_a_priming_run_that_overruns_or_fails_leaves_no_seed_and_the_class_is_graded(book, outcome, files, why):
+    book["outcome"], book["files"] = outcome, files
+    lines = book["main"]()
+    assert lines == [f"gradebook: harness caches not seeded: {why}; each confined student compiles the harness's "
+                     "CuPy kernels itself, as before"]
+    [(students, _)] = book["graded"]
+    assert SEED_ENV not in students  # what it compiled before it failed is not used
+    [(_, env)] = book["primed"]
+    assert not os.path.exists(env["CUPY_CACHE_DIR"])
+
+
+@pytest.mark.parametrize("switch", ["off", "", None])
+def test_unless_asked_for_there_is_no_priming_run_and_no_line(book, monkeypatch, switch):
+    """Opt-in until a GPU has measured it: a small class may not win back the priming run's time."""
+    if switch is None:
+        monkeypatch.delenv(harness_seed.SWITCH_ENV)
+    else:
+        monkeypatch.setenv(harness_seed.SWITCH_ENV, switch)
+    assert book["main"]() == []
+    assert book["primed"] == [] and SEED_ENV not in book["graded"][0][0]
+
+
+@pytest.mark.parametrize("args, env, why", [
+    ((), {harness_seed.SWITCH_ENV: "of"}, "PYTEST_GEMM_HARNESS_SEED='of' is neither on nor off; set it to on "
+                                          "to seed, off (the default) not to"),
+    (("--", "--gemm-confine", "none"), {}, "the students run unconfined, so they share this machine's CuPy cache "
+                                           "already"),
+    ((), {harness_seed.DISPATCH_ENV: "fakegpu:run_check"}, "the checks are faked (PYTEST_GEMM_DISPATCH): nothing "
+                                                            "to compile"),
+])
+def test_without_a_reason_to_prime_the_gradebook_does_not_and_says_why(book, monkeypatch, args, env, why):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert book["main"](*args) == [f"gradebook: harness caches not seeded: {why}"]
+    assert book["primed"] == [] and SEED_ENV not in book["graded"][0][0]
+
+
+def test_no_seed_is_made_where_a_sandbox_could_read_it(book, monkeypatch):
+    monkeypatch.setattr(confine, "exposed_lock_dir", lambda folder: "/usr")  # a TMPDIR inside what sandboxes read
+    [line] = book["main"]()
+    assert line.startswith("gradebook: harness caches not seeded: its folder ") and " would be inside /usr, " in line
+    assert book["primed"] == [] and SEED_ENV not in book["graded"][0][0]
+
+
+def test_with_no_usable_gpu_the_gradebook_does_not_prime_and_grades_as_before(book, monkeypatch):
+    monkeypatch.setattr(gradebook, "no_gpu_problem", lambda: "no usable GPU: no NVIDIA driver")
+    assert book["main"]("--allow-no-gpu") == ["gradebook: harness caches not seeded: no usable GPU: no NVIDIA driver"]
+    assert book["primed"] == [] and SEED_ENV not in book["graded"][0][0]
+
+
+def test_what_the_students_confinement_is_and_a_remote_dask_cluster_is_not_primed(monkeypatch):
+    assert harness_seed.students_confinement(["-x", "--gemm-confine", "landlock"]) == "landlock"
+    assert harness_seed.students_confinement(["--gemm-confine=none", "-q"]) == "none"
+    assert harness_seed.students_confinement(["-k", "exact"]) == "auto"  # a grading run's default
+    monkeypatch.setattr(confine, "resolve", lambda asked: "bubblewrap")
+    why = harness_seed.why_no_seed([], {}, remote="tcp://head:8786", no_gpu=None)
+    assert why == "the Dask workers of tcp://head:8786 may be other machines, with CuPy caches of their own"
+
+
+def test_the_priming_command_runs_our_correctness_checks_on_both_kernels_and_nothing_else(tmp_path):
+    """The command itself, on the fake GPU (no compile there, so no seed): every correctness
+    check of the fp32 and the fp16 kernel ran, no speed, sweep or compile check."""
+    log = tmp_path / "checks.log"
+    env = fakegpu.env(tmp_path, PYTEST_ADDOPTS="-p fakegpu", FAKEGPU_LOG=str(log))
+    folder = tmp_path / "seed"
+    folder.mkdir()
+    files, seconds, why = harness_seed.prime(folder, env, timeout=120)
+    assert (files, why) == (0, "the priming run compiled nothing"), why
+    ran: dict[str, set[str]] = {}
+    for line in log.read_text().splitlines():
+        kernel, check = line.split()[:2]
+        ran.setdefault(kernel, set()).add(check)
+    import reference_kernels
+
+    def expected(kernel) -> set[str]:  # every check that applies to it but the three left out
+        return {"prepare"} | {c.name for c in registry.CHECKS if c.name not in ("speed", "sweep", "compile")
+                              and (c.applies is None or c.applies(kernel))}
+    assert ran == {"regtile2d": expected(reference_kernels.regtile2d),
+                   "wmma-fp16": expected(reference_kernels.wmma_fp16)}, ran
+    assert {"alphabeta", "beta_zero"} <= ran["regtile2d"]  # the fp32 kernel takes alpha and beta
+
+
+def test_the_students_of_this_machines_dask_cluster_are_named_the_seed(book, monkeypatch):
+    from pytest_gemm.grading import dask_scheduler
+    from pytest_gemm.grading.classrun import StudentGrading
+
+    envs = []
+
+    def grade_class(submissions, grading, **kwargs):  # the gradebook's call
+        envs.append(kwargs["env"])
+        return [], 2, "a Dask LocalCluster"
+
+    def grade_all_dask(submissions, grading, **kwargs):  # grade_class's, for its LocalCluster's students
+        envs.append(kwargs["env"])
+        return []
+
+    monkeypatch.setattr(gradebook, "grade_class", grade_class)
+    assert len(book["main"]("--scheduler", "dask")) == 1
+    assert envs[0][SEED_ENV] == book["primed"][0][1]["CUPY_CACHE_DIR"]
+    monkeypatch.setattr(dask_scheduler, "connect", lambda address, jobs: contextlib.nullcontext(None))
+    monkeypatch.setattr(dask_scheduler, "check_workers", lambda *args: {"worker": 2.0})
+    monkeypatch.setattr(dask_scheduler, "grade_all_dask", grade_all_dask)
+    dask_scheduler.grade_class([], StudentGrading.of_class(), address=None, jobs=2, no_gpu=None,
+                               env={SEED_ENV: "/the/seed"}, say=lambda line: None)
+    assert envs[1][SEED_ENV] == "/the/seed"
