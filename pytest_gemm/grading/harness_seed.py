@@ -98,7 +98,7 @@ def seed_asked(env: dict[str, str]) -> bool | None:
 
 
 def why_no_seed(extra_args: Sequence[str], env: dict[str, str], *, remote: str | None,
-            no_gpu: Callable[[], str | None] | None) -> str | None:
+                no_gpu: Callable[[], str | None] | None) -> str | None:
     """Why this class gets no seed, or None. ``remote``: the Dask scheduler's address, whose
     workers may be other machines; ``no_gpu``: the GPU probe, where the gradebook has not run it."""
     if seed_asked(env) is None:
