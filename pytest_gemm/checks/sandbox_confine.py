@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kernels import confine
+from ..kernels.sandbox_env import environ_for
 from ..kernels.declared import spec_folder
 from ..measure.shared_files import shared_readable
 from .lock_broker import child_env
@@ -25,5 +26,6 @@ def confined_command(cmd: list[str], spec: str, rootdir: str, env: dict[str, str
     if not confines(spec):
         return cmd, {}, env
     folder = spec_folder(spec, Path(rootdir))
+    seen = child_env(environ_for(env, confine.active()))  # no grader's token or credential (sandbox_env.py)
     return (confine.command(cmd, readable=[folder, *shared_readable(env)], chdir=folder,
-                            caches=confine.compile_caches(spec)), confine.popen_kwargs(), child_env(env))
+                            caches=confine.compile_caches(spec)), confine.popen_kwargs(), seen)

@@ -31,6 +31,7 @@ from ..model.declaration import grid_takes_device
 from .autotune import autotunes, tuning_allowance
 from .submitted_source import include_problem, option_problem
 from . import confine
+from .sandbox_env import environ_for
 
 DECLARE_TIMEOUT = 120.0  # seconds to start the child and import the submission's modules
 
@@ -218,11 +219,12 @@ def read_in_child(spec: str, rootdir: Path, timeout: float = DECLARE_TIMEOUT) ->
         os.close(read_fd)
         os.close(write_fd)
         raise GemmSpecError(f"--gemm-kernel {spec!r}: {closed}")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")]))
     with tempfile.TemporaryFile() as log:
         try:
             proc = subprocess.Popen(confine.command(cmd, readable=[folder], chdir=folder), pass_fds=(write_fd,),
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env=dict(os.environ, PYTHONPATH=os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")])), cwd=str(folder), start_new_session=True,
+                                    env=environ_for(env, confine.active()), cwd=str(folder), start_new_session=True,
                                     **confine.popen_kwargs())
         finally:
             os.close(write_fd)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn
 from ..model.precision import get_precision
 from . import confine
+from .sandbox_env import environ_for
 from .declared import absolute_spec, spec_folder
 from .hang_stack import frames as dumped_frames
 from ..model import categories as cat
@@ -233,7 +234,7 @@ def in_child(spec: str, index: int, shape: tuple[int, int, int], rootdir: str,
     if confine.active() != "none":  # it starts in the spec's folder
         cmd[3] = absolute_spec(spec, Path(rootdir))
     cmd = confine.command(cmd, readable=[folder], chdir=folder)  # unchanged unless the run is confined
-    with subprocess.Popen(cmd, cwd=rootdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    with subprocess.Popen(cmd, cwd=rootdir, env=environ_for(env, confine.active()), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, start_new_session=True, **confine.popen_kwargs()) as child:
         try:
             try:
