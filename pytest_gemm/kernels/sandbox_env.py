@@ -4,8 +4,9 @@ A grader's environment may hold what no student should read: a Gradescope or CI 
 credentials, a course's paths. A confined process (``kernels/confine.py``) therefore gets only
 the variables that running Python and CUDA code needs: the paths that find programs and
 libraries, locale and time zone, the user's name (``getpass.getuser()``: torch and Triton name
-cache folders by it, and the sandbox has no ``/etc/passwd``), the settings of the GPU libraries a
-launcher may use (CUDA, NVIDIA, CuPy, Numba, Triton, torch) and pytest's and pytest-gemm's own.
+cache folders by it, and the sandbox has no ``/etc/passwd``), the settings of the GPU libraries
+a launcher may use (CUDA, NVIDIA, CuPy, Numba, Triton, torch, PyCUDA, JAX, CUTLASS) and
+pytest's and pytest-gemm's own.
 A course adds names (or ``fnmatch`` patterns) of its own in ``PYTEST_GEMM_SANDBOX_ENV``,
 separated by spaces or commas. Unconfined processes keep the whole environment, as before.
 """
@@ -20,11 +21,11 @@ EXTRA_ENV = "PYTEST_GEMM_SANDBOX_ENV"
 PASSED_NAMES = frozenset({
     "PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME",
     "USERNAME", "HOME", "TMPDIR", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
-    "PYTHONIOENCODING", "PYTHONWARNINGS", "PYTHONNOUSERSITE", "PYTHONUTF8", "VIRTUAL_ENV", "CONDA_PREFIX",
+    "PYTHONIOENCODING", "PYTHONWARNINGS", "PYTHONNOUSERSITE", "PYTHONUTF8", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX",
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
 })
-PASSED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NV_", "CUPY_", "NUMBA_", "TRITON_", "TORCH_", "PYTORCH_",
-                   "CUBLAS_", "CUBLASLT_", "NVRTC_", "PYTEST_GEMM_", "PYTEST_")
+PASSED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NV_", "CUPY_", "NUMBA_", "TRITON_", "TORCH_", "PYTORCH_", "PYCUDA_",
+                   "JAX_", "XLA_", "CUTLASS_", "CUBLAS_", "CUBLASLT_", "NVRTC_", "PYTEST_")
 
 
 def extra_patterns(env: Mapping[str, str]) -> list[str]:
