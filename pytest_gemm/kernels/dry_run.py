@@ -234,7 +234,8 @@ def in_child(spec: str, index: int, shape: tuple[int, int, int], rootdir: str,
     if confine.active() != "none":  # it starts in the spec's folder
         cmd[3] = absolute_spec(spec, Path(rootdir))
     cmd = confine.command(cmd, readable=[folder], chdir=folder)  # unchanged unless the run is confined
-    with subprocess.Popen(cmd, cwd=rootdir, env=environ_for(env, confine.active()), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    env = environ_for(env, confine.active())  # confined: no grader's token or credential (sandbox_env.py)
+    with subprocess.Popen(cmd, cwd=rootdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, start_new_session=True, **confine.popen_kwargs()) as child:
         try:
             try:

@@ -26,6 +26,9 @@ PASSED_NAMES = frozenset({
 })
 PASSED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NV_", "CUPY_", "NUMBA_", "TRITON_", "TORCH_", "PYTORCH_", "PYCUDA_",
                    "JAX_", "XLA_", "CUTLASS_", "CUBLAS_", "CUBLASLT_", "NVRTC_", "PYTEST_")
+# A name of a passed family that still reads like a credential (NVIDIA_API_KEY, TORCH_HUB_TOKEN)
+# is withheld too, unless a course names it in PYTEST_GEMM_SANDBOX_ENV.
+SECRET_WORDS = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|ACCESS_KEY|PRIVATE|AUTH")
 
 
 def extra_patterns(env: Mapping[str, str]) -> list[str]:
@@ -35,8 +38,9 @@ def extra_patterns(env: Mapping[str, str]) -> list[str]:
 
 def passed(name: str, extra: list[str]) -> bool:
     """Whether a confined process sees the variable ``name``."""
-    return (name in PASSED_NAMES or name.startswith(PASSED_PREFIXES)
-            or any(fnmatch.fnmatchcase(name, p) for p in extra))
+    if any(fnmatch.fnmatchcase(name, p) for p in extra):
+        return True
+    return (name in PASSED_NAMES or name.startswith(PASSED_PREFIXES)) and not SECRET_WORDS.search(name)
 
 
 def sandbox_environ(env: Mapping[str, str] | None = None) -> dict[str, str]:
