@@ -81,3 +81,33 @@ def test_a_confined_submission_does_not_read_the_graders_secret(sees, level, mon
     assert "sees_the_secret" in _collected(sees, level)
     monkeypatch.delenv(EXTRA_ENV)
     assert "sees_the_secret" in _collected(sees, "none")  # unconfined: today's behaviour
+
+
+RAISES = '''import os
+from pytest_gemm import kernel
+
+
+@kernel(name="says")
+def mine(a, b, c):
+    raise ValueError("launcher saw secret=" + str(os.environ.get("GEMM_TEST_GRADER_SECRET")))
+'''
+
+
+@pytest.mark.parametrize("level", AVAILABLE or [pytest.param("bubblewrap", marks=pytest.mark.skip(
+    reason=f"no confinement works here: bubblewrap: {confine.why_not('bubblewrap')}; "
+           f"landlock: {confine.why_not('landlock')}"))])
+def test_a_confined_launcher_run_with_no_gpu_does_not_read_the_graders_secret(pytester, monkeypatch, level):
+    """The no-GPU dry run (kernels/dry_run.py) calls the launcher in a process of its own: its
+    error, which the report quotes, shows what that process saw."""
+    pytester.makepyfile(says=RAISES)
+    pytester.path.chmod(0o755)
+    monkeypatch.setenv("GEMM_TEST_GRADER_SECRET", "s3cr3t")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the dry run, even on a GPU machine
+
+    def said(level: str) -> str:
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gemm-kernel", "says.py:mine", "--gemm-confine",
+                                             level, "--gemm-allow-no-gpu", "--gemm-shapes", "quick", "-rs").stdout.str()
+
+    out = said(level)
+    assert "saw secret=None" in out and "saw secret=s3cr3t" not in out, out[-2000:]
+    assert "saw secret=s3cr3t" in said("none")  # unconfined: today's behaviour
