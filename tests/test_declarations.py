@@ -39,6 +39,8 @@ def test_one_bad_declaration_fails_its_own_tests_and_the_others_run(fake, confin
     assert {c["check"] for c in bad["checks"]} == {"exact", "launch"}  # one test per check, not per shape
     message = bad["checks"][0]["message"]
     assert "one_bad.py:KERNELS" in message and "bf16" in message and "__half" in message, message
+    # the report says what it was declared, not a default (it read fp32 before)
+    assert bad["precision"] == "bf16", bad
     out = result.stdout.str()
     assert "exact-bad-declaration FAILED" in out.replace("::test_check[", " ").replace("] ", " ") or \
         "exact-bad-declaration" in out
@@ -70,6 +72,9 @@ def test_a_declaration_crosses_as_data_and_comes_back_the_same():
 def test_forged_declaration_data_is_a_bad_declaration_not_a_crash():
     forged = {"kind": "cuda", "name": "x", "source": "", "entry": "", "block": [4096], "origin_spec": ["s", 0]}
     assert isinstance(rebuild(forged), BadDeclaration)
+    # a precision that is not one of ours is reported as unknown, never passed on (the report's schema)
+    assert rebuild(dict(forged, precision="fp64")).precision is None
+    assert rebuild({"kind": "bad", "name": "x", "message": "m", "precision": "<script>"}).precision is None
     assert isinstance(rebuild({"kind": "rm -rf", "origin_spec": ["s", 0]}), BadDeclaration)
 
 
@@ -92,6 +97,7 @@ def test_in_compile_only_mode_a_bad_declaration_fails_with_its_message_not_as_a_
     kernels = {k["name"]: k for k in json.loads((fake.path / "r.json").read_text())["kernels"]}
     (check,) = kernels["bad"]["checks"]
     assert check["check"] == "compile" and check["category"] == "launch_error", check
+    assert kernels["bad"]["precision"] == "bf16", kernels["bad"]
     assert "one_bad.py:KERNELS" in check["message"] and "bf16" in check["message"], check
     assert all(kernels[k]["checks"] and "bf16" not in kernels[k]["checks"][0]["message"] for k in ("ok", "ok0"))
 

@@ -28,6 +28,7 @@ from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.declaration import GemmSpecError
 from ..model.declaration import grid_takes_device
+from ..model.precision import PRECISIONS
 from .autotune import autotunes, tuning_allowance
 from .submitted_source import include_problem, option_problem
 from . import confine
@@ -43,7 +44,7 @@ class BadDeclaration:
     name: str
     message: str
     origin_spec: tuple[str, int] = ("", 0)
-    precision: str = "fp32"
+    precision: str | None = None  # the declared one where it is a known precision (``declared_precision``)
     min_cc: tuple[int, int] = (7, 0)
     multiple_of: tuple[int, int, int] = (1, 1, 1)
     deterministic: bool = True
@@ -59,11 +60,18 @@ def is_bad(kernel: Any) -> bool:
     return isinstance(kernel, BadDeclaration)
 
 
+def declared_precision(value: Any) -> str | None:
+    """What a wrong declaration's report says of its precision: the declared one where it is one of
+    ours (``precision="bf16"`` on ``__half*`` pointers is a bf16 kernel wrongly declared), else None
+    (unknown), never a default that the kernel did not declare."""
+    return value if isinstance(value, str) and value in PRECISIONS else None
+
+
 def uncompilable(kernel: GemmKernel, message: str) -> BadDeclaration:
     """A CUDA kernel that compiles for none of the architectures it claims (a wrong ``entry=``,
     a syntax error): never run, its tests fail with the compiler's message, the others run."""
     return BadDeclaration(str(kernel.name), message, getattr(kernel, "origin_spec", ("", 0)),
-                          precision=str(getattr(kernel, "precision", "fp32")), category=cat.COMPILE_ERROR,
+                          precision=declared_precision(getattr(kernel, "precision", None)), category=cat.COMPILE_ERROR,
                           why_not_run="it compiles for none of the architectures it claims")
 
 
@@ -97,7 +105,8 @@ def describe(kernel: Any) -> dict[str, Any]:
     """One kernel as JSON-able data (run where the submission was imported)."""
     origin = list(getattr(kernel, "origin_spec", ("", 0)))
     if is_bad(kernel):
-        return {"kind": "bad", "name": kernel.name, "message": kernel.message, "origin_spec": origin}
+        return {"kind": "bad", "name": kernel.name, "message": kernel.message, "origin_spec": origin,
+                "precision": kernel.precision}
     if isinstance(kernel, CudaKernel):
         return dict(_cuda(kernel), kind="cuda", origin_spec=origin)
 
@@ -166,7 +175,8 @@ def rebuild(d: dict[str, Any], folder: Path | None = None) -> GemmKernel | BadDe
     origin = (str(origin[0]), int(origin[1]))
     name = str(d.get("name") or "kernel")
     if d.get("kind") == "bad":
-        return BadDeclaration(name, str(d.get("message") or "a wrong declaration"), origin)
+        return BadDeclaration(name, str(d.get("message") or "a wrong declaration"), origin,
+                              declared_precision(d.get("precision")))
     try:
         here = (lambda k: k) if folder is None else (lambda k: _compiled_here(k, folder))
         if d.get("kind") == "cuda":
@@ -182,7 +192,7 @@ def rebuild(d: dict[str, Any], folder: Path | None = None) -> GemmKernel | BadDe
             raise GemmSpecError(f"unknown kind of kernel {d.get('kind')!r}")
         kernel.validate()
     except (GemmSpecError, KeyError, TypeError, ValueError) as exc:
-        return BadDeclaration(name, f"--gemm-kernel {origin[0]!r}: {exc}", origin)
+        return BadDeclaration(name, f"--gemm-kernel {origin[0]!r}: {exc}", origin, declared_precision(d.get("precision")))
     kernel.origin_spec = origin
     return kernel
 

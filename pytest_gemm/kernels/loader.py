@@ -21,7 +21,7 @@ from ..model.contract import GemmKernel, is_kernel
 from ..model.declaration import GemmSpecError
 from .modules import looks_like_module, module_kernel
 from .declared import is_bad, read_in_child
-from .declared import BadDeclaration
+from .declared import BadDeclaration, declared_precision
 
 #: The folders pytest-gemm ships beside its own package: the ladder and the conformance suite.
 SHIPPED = ("reference_kernels", "conformance")
@@ -254,7 +254,8 @@ def load_spec(spec: str, rootdir: Path | None = None, each: bool = False) -> lis
             if not each:
                 raise GemmSpecError(f"--gemm-kernel {spec!r}: {exc}") from None
 
-            k = kernels[index] = BadDeclaration(str(k.name), f"--gemm-kernel {spec!r}: {exc}")
+            k = kernels[index] = BadDeclaration(str(k.name), f"--gemm-kernel {spec!r}: {exc}",
+                                                precision=declared_precision(getattr(k, "precision", None)))
         k.origin_spec = (spec, index)  # how a sandbox process finds the same kernel again
     return kernels
 
