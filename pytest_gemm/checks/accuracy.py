@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..kernels.harness import Harness, keep_secret
-from .common import reject_writes_outside_c, run_kernel
+from .common import reject_launch_damage, run_kernel
 from ..judges.bounds import check_accuracy
 from ..judges.inputs import random_inputs
 from ..judges.reference import abs_product, reference
@@ -44,7 +44,7 @@ def check_accuracy_random(h: Harness, shape: Shape, distribution: str, record: A
     (errors that follow its rounding at every K) from a logic error."""
     problem = random_inputs(*shape, precision=h.kernel.precision, distribution=distribution, seed=5)
     result = run_kernel(h, problem)
-    reject_writes_outside_c(result, "accuracy", shape)
+    reject_launch_damage(result, "accuracy", shape)
 
     def keep(report: Any) -> None:
         if record is not None:

@@ -18,7 +18,7 @@ from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape, shape_str
 from ..kernels.harness import Harness
-from .common import assert_exact, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
+from .common import assert_exact, reference_f32, reject_launch_damage, run_kernel, to_numpy
 
 _RULE = "C must equal alpha*A@B + beta*C_old"
 
@@ -29,7 +29,7 @@ def check_alpha_beta(h: Harness, shape: Shape, alpha: float, beta: float) -> Non
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=3, with_c=True)
     c_old = problem.c0 if beta != 0 else None
     result = run_kernel(h, problem, alpha=alpha, beta=beta, c_init=c_old)
-    reject_writes_outside_c(result, "alphabeta", shape)
+    reject_launch_damage(result, "alphabeta", shape)
     ref64 = reference_f32(problem, alpha, beta, c_old)
     where = f"alpha={alpha}, beta={beta} at {shape_str(shape)}"
     # C_old is what C held: c0 when beta != 0, the fill sentinel (not a C_old to add) when beta == 0

@@ -36,7 +36,7 @@ from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape, shape_str
 from ..kernels.harness import Harness
-from .common import assert_exact, reference_f32, reject_writes_outside_c, run_kernel, to_numpy
+from .common import assert_exact, reference_f32, reject_launch_damage, run_kernel, to_numpy
 
 SHAPES: tuple[Shape, ...] = ((1, 1, 1), (17, 33, 65), (127, 255, 63), (1000, 1000, 1000))
 FIX = ("fix: skip the read when beta is 0, e.g. C[i] = (beta == 0.0f) ? alpha * acc : alpha * acc + beta * C[i] "
@@ -55,7 +55,7 @@ def check_beta_zero(h: Harness, shape: Shape, record: Callable[[dict[str, Any]],
     for name, bits in fills:
         c_init = problem.c0 if bits is None else poisoned((m, n), bits)
         result = run_kernel(h, problem, alpha=1.0, beta=0.0, c_init=c_init)
-        reject_writes_outside_c(result, "beta_zero", shape)
+        reject_launch_damage(result, "beta_zero", shape)
         if bits is not None:
             read = c_read_mask(to_numpy(result.c), bits)
             if read.any():
@@ -82,7 +82,7 @@ def check_alpha_zero(h: Harness, problem: Any, declared_reads_c: bool,
     nan_ab = problem if declared_reads_c else dataclasses.replace(problem, a=nan_like(problem.a),
                                                                     b=nan_like(problem.b))
     result = run_kernel(h, nan_ab, alpha=0.0, beta=ALPHA_ZERO_BETA, c_init=problem.c0)
-    reject_writes_outside_c(result, "beta_zero", problem.shape)
+    reject_launch_damage(result, "beta_zero", problem.shape)
     got = to_numpy(result.c)
     want = alpha_zero_expected(problem.c0)
     read = ab_read_mask(got, problem.c0)

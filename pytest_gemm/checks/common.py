@@ -63,6 +63,29 @@ def reject_writes_outside_c(result: LaunchResult, check: str, shape: Any) -> Non
          "values, so the same kernel gets the same score in every run"])
 
 
+def reject_modified_inputs(result: LaunchResult, check: str, shape: Any) -> None:
+    """Fail a check whose launch changed A or B (BLAS: both are unchanged on exit). Every check that
+    launches judges it, not the guards check alone: a kernel may change its inputs only at some
+    scalars or inputs (``a *= alpha`` in place changes nothing at alpha == 1, rounding A to TF32 in
+    place nothing on exact-integer inputs)."""
+    m, n, k = (tuple(shape) + (0, 0, 0))[:3]
+    for name, (count, first) in (("A", result.a_changed), ("B", result.b_changed)):
+        if count:
+            rows, cols = (m, k) if name == "A" else (k, n)
+            raise GemmCheckFailure(cat.INPUT_MODIFIED,
+                                   f"{check} at {m}x{n}x{k}: {name} ({rows}x{cols}) was modified: {count} elements "
+                                   f"changed, first at row {first[0]}, col {first[1]}",
+                                   [f"a GEMM kernel must only read {name} (BLAS: it is unchanged on exit); declare it "
+                                    "const to let the compiler catch this, and work on a copy where the launcher "
+                                    "scales or converts it"])
+
+
+def reject_launch_damage(result: LaunchResult, check: str, shape: Any) -> None:
+    """What a value check rejects before it judges values: writes outside C, then changed inputs."""
+    reject_writes_outside_c(result, check, shape)
+    reject_modified_inputs(result, check, shape)
+
+
 def to_numpy(x: Any) -> np.ndarray:
     return x.get() if hasattr(x, "get") else np.asarray(x)
 

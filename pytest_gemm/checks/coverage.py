@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..kernels.harness import Harness
-from .common import reference_f32, reject_writes_outside_c, run_kernel, tile_of, to_numpy
+from .common import reference_f32, reject_launch_damage, run_kernel, tile_of, to_numpy
 from ..judges.diagnose import diagnose
 from ..judges.sentinels import unwritten_mask
 from ..judges.inputs import exact_inputs
@@ -28,7 +28,7 @@ def check_coverage(h: Harness, shape: Shape, record: Any = lambda facts: None) -
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=1)
     result = run_kernel(h, problem)
-    reject_writes_outside_c(result, "coverage", shape)
+    reject_launch_damage(result, "coverage", shape)
     unwritten = unwritten_mask(result.c, xp=cupy)
     if not bool(unwritten.any()):
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..kernels.harness import Harness
-from .common import run_kernel
+from .common import reject_modified_inputs, run_kernel
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
@@ -30,14 +30,7 @@ def check_guards(h: Harness, shape: Shape) -> None:
                     else f"the kernel writes through its {name} pointer")
             raise GemmCheckFailure(cat.OUT_OF_BOUNDS_WRITE,
                                    f"writes outside {name} at {m}x{n}x{k}: {'; '.join(where)}", [hint])
-    for name, (count, first) in (("A", r.a_changed), ("B", r.b_changed)):
-        if count:
-            rows, cols = (m, k) if name == "A" else (k, n)
-            raise GemmCheckFailure(cat.INPUT_MODIFIED,
-                                   f"{name} ({rows}x{cols}) was modified: {count} elements changed, first at "
-                                   f"row {first[0]}, col {first[1]}",
-                                   [f"a GEMM kernel must only read {name}; declare it const to let the compiler catch this"])
-
+    reject_modified_inputs(r, "guards", shape)
 
 def run(h: Harness, shape: Shape, params: dict, record: Any, options: dict) -> None:
     check_guards(h, shape)
