@@ -396,3 +396,24 @@ def test_a_kernel_passes_only_on_a_check_that_judges_its_results(check):
     v = kernel_verdict(ran)
     assert v.status == "incomplete" and "no correctness check ran (only compile, launch, speed)" in v.notes
     assert kernel_verdict([*ran, rec(check)]).status == "passed"
+
+
+def test_swapped_alpha_and_beta_is_wrong_values_though_c_keeps_its_old_values_at_alpha_1_beta_0():
+    """C = beta*A@B + alpha*C_old (a launcher passing beta for alpha): at alpha == 1, beta == 0, where
+    every check but alpha/beta's calls, C keeps what it held, which alone reads as never written. The
+    alpha/beta check names the swap (fact ``alpha_beta_swapped``): that is the root cause a reviewer names."""
+    from pytest_gemm.judges.epilogue import SWAPPED
+
+    swap = f"[wrong_values] alpha=0.7, beta=1.3 at 64x64x64: {SWAPPED}"
+    records = [rec("launch"), fail("exact", "unwritten_output", message="[unwritten_output] every element unwritten"),
+               fail("coverage", "unwritten_output", (17, 33, 65)),
+               rec("alphabeta", "failed", "wrong_values", message=swap, epilogue=SWAPPED,
+                   alpha_beta_swapped=True)]
+    v = kernel_verdict(records)
+    assert v.primary_category == "wrong_values" and SWAPPED in v.diagnosis, v
+    assert v.primary_check.startswith("alphabeta") and [c.split(":")[0] for c in v.consequences] == ["exact", "coverage"]
+    # another wrong epilogue explains nothing of the kind: C left unwritten stays the root cause
+    other = records[:3] + [rec("alphabeta", "failed", "wrong_values", message="[wrong_values] beta is ignored",
+                               epilogue="beta is ignored: C_old is not added (C = alpha*A@B)",
+                               alpha_beta_swapped=False)]
+    assert kernel_verdict(other).primary_category == "unwritten_output"

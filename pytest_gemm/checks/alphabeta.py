@@ -8,10 +8,10 @@ make every product exact, so rounding cannot explain an error here.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..judges.bounds import check_accuracy
-from ..judges.epilogue import explain_epilogue
+from ..judges.epilogue import SWAPPED, explain_epilogue
 from ..judges.inputs import exact_inputs
 from ..judges.reference import abs_product
 from ..model import categories as cat
@@ -23,7 +23,8 @@ from .common import assert_exact, reference_f32, reject_launch_damage, run_kerne
 _RULE = "C must equal alpha*A@B + beta*C_old"
 
 
-def check_alpha_beta(h: Harness, shape: Shape, alpha: float, beta: float) -> None:
+def check_alpha_beta(h: Harness, shape: Shape, alpha: float, beta: float,
+                     record: Callable[[dict[str, Any]], None] = lambda facts: None) -> None:
     import cupy  # lazy: CuPy loads CUDA, and importing a check module must not
 
     problem = exact_inputs(*shape, precision=h.kernel.precision, seed=3, with_c=True)
@@ -35,6 +36,8 @@ def check_alpha_beta(h: Harness, shape: Shape, alpha: float, beta: float) -> Non
     # C_old is what C held: c0 when beta != 0, the fill sentinel (not a C_old to add) when beta == 0
     wrong_formula = explain_epilogue(to_numpy(result.c), problem.a64, problem.b64, c_old, alpha, beta)
     if wrong_formula is not None:
+        # the verdict reads it: a swap explains C left as it was where the other checks call (alpha 1, beta 0)
+        record({"epilogue": wrong_formula, "alpha_beta_swapped": wrong_formula == SWAPPED})
         raise GemmCheckFailure(cat.WRONG_VALUES, f"{where}: {wrong_formula}", [_RULE])
     if alpha in (0.0, 1.0) and beta in (0.0, 1.0):
         assert_exact(h, result, ref64, problem)
@@ -50,4 +53,4 @@ def check_alpha_beta(h: Harness, shape: Shape, alpha: float, beta: float) -> Non
 
 
 def run(h: Harness, shape: Shape, params: dict, record: Any, options: dict) -> None:
-    check_alpha_beta(h, shape, params["alpha"], params["beta"])
+    check_alpha_beta(h, shape, params["alpha"], params["beta"], record)

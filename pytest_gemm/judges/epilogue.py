@@ -11,6 +11,11 @@ from typing import Any
 import numpy as np
 
 
+# C = beta*A@B + alpha*C_old: at alpha == 1, beta == 0 (every check but alpha/beta's) C keeps what it held,
+# which reads as "never written"; the verdict names the swap instead (outputs/verdicts.py)
+SWAPPED = "alpha and beta are swapped (C = beta*A@B + alpha*C_old)"
+
+
 def _close(got: np.ndarray, cand: np.ndarray, scale: float) -> bool:
     return bool(np.allclose(got, cand, rtol=1e-4, atol=1e-4 * scale, equal_nan=False))
 
@@ -35,7 +40,7 @@ def explain_epilogue(got: Any, a64: Any, b64: Any, c0: Any, alpha: float, beta: 
         (ab, "alpha and beta are ignored: C = A@B"),
         (alpha * ab + c, "beta is taken as 1 (C = alpha*A@B + C_old)"),
         (ab + c, "alpha and beta are ignored and C_old is added (C = A@B + C_old)"),
-        (beta * ab + alpha * c, "alpha and beta are swapped (C = beta*A@B + alpha*C_old)"),
+        (beta * ab + alpha * c, SWAPPED),
     )
     for cand, sentence in candidates:
         if not _close(want, cand, scale) and _close(g, cand, scale):

@@ -149,13 +149,23 @@ def _history(failed: Sequence[CheckRecord]) -> list[CheckRecord]:
     return [r for r in failed if r.facts.get("call_history") and r.category in (cat.STALE_OUTPUT, cat.UNWRITTEN_OUTPUT)]
 
 
+def _swapped_scalars(failed: Sequence[CheckRecord]) -> bool:
+    """The alpha/beta check found C = beta*A@B + alpha*C_old (fact ``alpha_beta_swapped``): at alpha == 1 and
+    beta == 0, where every other check calls, that formula leaves C as it was, so their
+    ``unwritten_output`` is the swap's consequence, not a store that never happens."""
+    return any(r.check == "alphabeta" and r.facts.get("alpha_beta_swapped") is True for r in failed)
+
+
 def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> str | None:
     cats = {r.category for r in failed}
     if cats & {cat.COMPILE_ERROR, cat.LAUNCH_ERROR}:
         return cat.COMPILE_ERROR if cat.COMPILE_ERROR in cats else cat.LAUNCH_ERROR
     precision = _precision_evidence(checks) or _precision_onset(checks) is not None or _emulated_fp32(checks)
     history = _history(failed)
+    swapped = _swapped_scalars(failed)
     for category in ROOT_CAUSE_ORDER:
+        if category == cat.UNWRITTEN_OUTPUT and swapped:
+            continue
         if category == cat.NONDETERMINISTIC and history:
             # outputs that follow the call history explain launches that differ, and the wrong
             # or unwritten values of the checks that met the state; a race would not
