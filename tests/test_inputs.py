@@ -205,3 +205,17 @@ def test_timed_runs_in_one_process_share_the_input_sets_of_the_last_shape():
     assert len({p.a.tobytes() for p in first}) == performance.DATA_SETS  # distinct sets
     other = performance.problems_for("fp16", (8, 9, 10))
     assert other is not first and list(performance._PROBLEMS) == [("fp16", (8, 9, 10))]  # one shape held
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "bf16"])
+def test_negated_storage_is_the_negated_values_in_every_precision(precision):
+    """The speed check's last call runs on A negated in its buffers (measure/timed.py): bf16 is stored as
+    uint16 bit patterns, where unary minus is not a negation (cuBLAS's bf16 read "stale" on the H100)."""
+    from pytest_gemm.model.precision import from_storage, negate_storage, to_storage
+
+    values = np.array([[0.0, 1.0, -2.0, 3.0], [-255.0, 256.0, 7.0, -0.5]])
+    stored = to_storage(values, precision)
+    negated = negate_storage(stored)
+    assert negated.dtype == stored.dtype and negated.shape == stored.shape
+    assert np.array_equal(from_storage(negated, precision), -values)
+    assert np.array_equal(negate_storage(negated), stored)  # and back, bit for bit

@@ -19,6 +19,7 @@ from ..kernels.harness import Harness, harness_for, keep_secret
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import PyKernel
+from ..model.precision import negate_storage
 from ..model.shapes import Shape, shape_str
 from .cublas import CUBLAS
 from .gpu_lock import gpu_lock
@@ -116,7 +117,7 @@ def timed_run(h: Harness, shape: Shape, budget_s: float, problems: list[Any] | N
         # C = -(A@B)). A result kept per address can be right for the last timed call: the data
         # sets cycle through the buffers, so whenever the last call's index mod 12 is 0 to 2 its
         # buffers hold what they held when the copy was taken.
-        cupy.copyto(a.array, -sources[state["data"]][0])
+        cupy.copyto(a.array, negate_storage(sources[state["data"]][0]))
         cupy.copyto(b.array, sources[state["data"]][1])
         c.array.view(cupy.uint32).fill(poison)
         h.loaded(a.array, b.array, c.array, m, n, k)
