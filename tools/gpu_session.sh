@@ -80,9 +80,10 @@ if ! python3 -c "import jsonschema" 2>/dev/null; then
     "will fail; pip install 'pytest-gemm[test]', or, with no package index, carry its wheels in .whl/ (CONTRIBUTING.md)"
 fi
 # The launch trace (docs/launch-trace.md) needs NVIDIA's CUPTI binding (the trace13 extra); carried as
-# .whl/cupti_python-*.whl where there is no package index, installed apart like jsonschema.
+# .whl/cupti_python-*.whl where there is no package index, installed apart like jsonschema, with
+# the pyelftools it imports (without it: "No module named 'elftools'", every trace skipped).
 if ! python3 -c "import cupti" 2>/dev/null && compgen -G ".whl/cupti_python-*.whl" > /dev/null; then
-  install_apart /tmp/gemm-trace-site .whl/cupti_python-*.whl 2>&1 | tail -2
+  install_apart /tmp/gemm-trace-site .whl/cupti_python-*.whl $(compgen -G ".whl/pyelftools-*.whl") 2>&1 | tail -2
   export PYTHONPATH="/tmp/gemm-trace-site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 python3 -c "import cupti" 2>/dev/null || echo "cupti-python is not installed: every check's launch trace is skipped" \
