@@ -112,6 +112,17 @@ def test_a_header_nvrtc_cannot_open_says_what_to_do(header, needle):
     assert include_hint('mm.cu(3): error: expected a ";"') is None
 
 
+def test_a_host_typedef_nvrtc_lacks_says_which_typedef_to_add():
+    """siboehm/SGEMM_CUDA's kernels use ``uint`` (glibc's <sys/types.h>), which NVRTC does not declare."""
+    from pytest_gemm.kernels.compile_hints import include_hint
+
+    log = ('1_naive.cuh(9): error: identifier "uint" is undefined\n'
+           '1_naive.cuh(10): error: identifier "uint" is undefined\n2 errors detected')
+    hint = include_hint(log)
+    assert "typedef unsigned int uint;" in hint and "__CUDACC_RTC__" in hint and hint.startswith("uint is a type")
+    assert include_hint('mm.cu(3): error: identifier "tile_k" is undefined') is None  # the kernel's own typo
+
+
 @pytest.fixture
 def nvrtc() -> None:
     pytest.importorskip("cuda.bindings")

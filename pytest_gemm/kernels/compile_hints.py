@@ -31,11 +31,18 @@ _STD_NAMES = {f"{c}.h" for c in _C_NAMES} | {f"c{c}" for c in _C_NAMES} | {
 GUARD = "#ifndef __CUDACC_RTC__ ... #endif (NVRTC defines it, nvcc does not)"
 
 
+#: Short type names that glibc's host headers (<sys/types.h>) declare and nvcc's host compile sees, but
+#: NVRTC does not: the public SGEMM tutorial's kernels (siboehm/SGEMM_CUDA) use ``uint`` throughout.
+_HOST_TYPEDEFS = {"uint": "unsigned int", "ushort": "unsigned short", "ulong": "unsigned long",
+                  "u_int": "unsigned int", "u_char": "unsigned char", "uchar": "unsigned char"}
+_UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
+
+
 def include_hint(log: str) -> str | None:
-    """The one thing to do about a header NVRTC could not open, or None (no such error)."""
+    """The one thing to do about a header NVRTC could not open, or a host typedef it lacks, or None."""
     found = _NOT_FOUND.search(log)
     if found is None:
-        return None
+        return _typedef_hint(log)
     header = found.group(1)
     nvrtc = "NVRTC, which compiles kernels here, compiles device code only and ships no C/C++ library headers"
     if _HOST_LIBRARIES.fullmatch(header):
@@ -52,3 +59,14 @@ def include_hint(log: str) -> str | None:
     return (f"{header!r} was not found: a kernel's includes resolve in its source's own folder (by a path relative "
             f"to the file) and in CUDA's headers; copy the header beside the .cu file, or guard a host-only include "
             f"with {GUARD}")
+
+
+def _typedef_hint(log: str) -> str | None:
+    """A name that nvcc's host headers declare and NVRTC does not (``uint``): the typedef to add."""
+    names = [n for n in dict.fromkeys(_UNDEFINED.findall(log)) if n in _HOST_TYPEDEFS]
+    if not names:
+        return None
+    typedefs = " ".join(f"typedef {_HOST_TYPEDEFS[n]} {n};" for n in names)
+    return (f"{', '.join(names)} {'is a type' if len(names) == 1 else 'are types'} that glibc's host headers declare "
+            f"(nvcc's compile sees them, NVRTC, which compiles kernels here, does not): write "
+            f"{' / '.join(_HOST_TYPEDEFS[n] for n in names)}, or add `{typedefs}` inside #ifdef __CUDACC_RTC__ ... #endif")
