@@ -99,8 +99,11 @@ def negate_storage(stored: Any) -> Any:
     """The stored inputs negated, as the kernel receives them (numpy or CuPy): the sign bit flipped,
     since bf16 is stored as uint16 bit patterns, where unary minus is an integer's two's complement
     (cuBLAS's bf16 was failed "stale" on the H100 at 23a8dd2 by ``-a``). Exact for every precision."""
-    bits = {2: "uint16", 4: "uint32", 8: "uint64"}[stored.dtype.itemsize]
-    return (stored.view(bits) ^ (1 << (8 * stored.dtype.itemsize - 1))).view(stored.dtype)
+    import numpy as np  # lazy: numpy stays out of the plugin's load
+
+    bits = np.dtype({2: np.uint16, 4: np.uint32, 8: np.uint64}[stored.dtype.itemsize])
+    sign = bits.type(1 << (8 * bits.itemsize - 1))  # a scalar of the same width: the result keeps it
+    return (stored.view(bits) ^ sign).view(stored.dtype)
 
 
 def round_to_tf32(x: np.ndarray) -> np.ndarray:
