@@ -417,3 +417,8 @@ def test_swapped_alpha_and_beta_is_wrong_values_though_c_keeps_its_old_values_at
                                epilogue="beta is ignored: C_old is not added (C = alpha*A@B)",
                                alpha_beta_swapped=False)]
     assert kernel_verdict(other).primary_category == "unwritten_output"
+    # the determinism check sees C unwritten at every call, the same with a fresh history: not a history the
+    # kernel keeps either
+    history = records + [rec("deterministic", "failed", "unwritten_output", (1000, 1000, 1000),
+                             call_history="the same launch with the CUDA module loaded again")]
+    assert kernel_verdict(history).primary_category == "wrong_values"

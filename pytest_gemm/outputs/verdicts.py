@@ -161,8 +161,9 @@ def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> st
     if cats & {cat.COMPILE_ERROR, cat.LAUNCH_ERROR}:
         return cat.COMPILE_ERROR if cat.COMPILE_ERROR in cats else cat.LAUNCH_ERROR
     precision = _precision_evidence(checks) or _precision_onset(checks) is not None or _emulated_fp32(checks)
-    history = _history(failed)
     swapped = _swapped_scalars(failed)
+    # C left as it was, launch after launch, is the swap's doing too, not a history the kernel keeps
+    history = [r for r in _history(failed) if not (swapped and r.category == cat.UNWRITTEN_OUTPUT)]
     for category in ROOT_CAUSE_ORDER:
         if category == cat.UNWRITTEN_OUTPUT and swapped:
             continue

@@ -33,6 +33,11 @@ filters_nonfinite = CudaKernel(**_TUTORIAL, options=("-DFILTER_NONFINITE", "-DGU
 tutorial_declared = CudaKernel(**_TUTORIAL, beta_zero="reads_c", name="tutorial_declared")
 # Never adds beta * C: wrong_values, "beta is ignored".
 ignores_beta = CudaKernel(**_TUTORIAL, options=("-DIGNORE_BETA",), name="ignores_beta")
+# The BLAS-conformant epilogue declared with alpha and beta the wrong way round (a wrong parameter order):
+# C = beta*A@B + alpha*C_old. At alpha 1, beta 0, where every check but alpha/beta's calls, C keeps what it
+# held, which alone reads as unwritten; the swap is the root cause (docs/verdicts.md).
+swapped_scalars = CudaKernel(**dict(_TUTORIAL, signature="M,N,K,beta,A,B,alpha,C"),
+                             options=("-DGUARD_BETA", "-DGUARD_ALPHA"), name="swapped_scalars")
 def _claimed_shapes_only(m: int, n: int, k: int) -> int:
     """A shared_mem written for the shapes its kernel claims: the contract skips the others."""
     if m % 128 or n % 128 or k % 8:
@@ -187,6 +192,20 @@ def torch_default_stream(a, b, c):
                  out=torch.as_tensor(c, device="cuda"))
 
 
+@kernel(name="scales_a_in_place")
+def scales_a_in_place(a, b, c, alpha, beta):
+    """Folds alpha into A in place (BLAS: A is unchanged on exit), then multiplies: every result is
+    right, and A changes only where alpha != 1, so only the alpha/beta check's launches show it."""
+    import cupy
+
+    a *= alpha
+    if beta == 0:
+        cupy.matmul(a, b, out=c)
+    else:
+        c *= beta
+        c += a @ b
+
+
 @kernel(name="allocates_only")
 def allocates_only(a, b, c):
     """Computes nothing: copies whatever memory the allocator hands back, hoping it held a
@@ -315,6 +334,8 @@ EXPECTED: dict[str, tuple[str, str | tuple[str, ...] | None]] = {
     "first_call_per_shape": ("failed", "unwritten_output"),
     "tutorial_declared": ("passed", None),
     "ignores_beta": ("failed", "wrong_values"),
+    "swapped_scalars": ("failed", "wrong_values"),
+    "scales_a_in_place": ("failed", "input_modified"),
     "coarse_multiple": ("passed", None),
     "split_k_atomic8": ("failed", "nondeterministic"),
     "split_k_atomic16": ("failed", "nondeterministic"),
