@@ -422,3 +422,10 @@ def test_swapped_alpha_and_beta_is_wrong_values_though_c_keeps_its_old_values_at
     history = records + [rec("deterministic", "failed", "unwritten_output", (1000, 1000, 1000),
                              call_history="the same launch with the CUDA module loaded again")]
     assert kernel_verdict(history).primary_category == "wrong_values"
+    # the accuracy check reads C left as it was (a finite fill) as wrong values far beyond rounding; however
+    # many such records, the swap is what the diagnosis says (an outside kit's review found the accuracy
+    # check's words printed)
+    far = "[wrong_values] errors up to 6.25e+13 u|A||B|, far beyond any rounding"
+    accuracy = [fail("accuracy", "wrong_values", (256, 256, k), message=far) for k in (256, 256, 1024, 1024)]
+    v = kernel_verdict(records + accuracy)
+    assert v.primary_category == "wrong_values" and SWAPPED in v.diagnosis and v.primary_check.startswith("alphabeta"), v

@@ -11,8 +11,6 @@ import numpy as np
 
 # Negative quiet NaN with payload 0x40DEAD: GPU arithmetic returns the canonical
 # NaN (0x7FFFFFFF), so these exact bits can only survive by never being written.
-# Negative quiet NaN with payload 0x40DEAD: GPU arithmetic returns the canonical
-# NaN (0x7FFFFFFF), so these exact bits can only survive by never being written.
 POISON_BITS: int = 0xFFC0DEAD
 
 

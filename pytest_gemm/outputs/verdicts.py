@@ -256,7 +256,10 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
         history = [r for r in _history(failed) if r.category == category]
         emulated = [r for r in failed if r.facts.get("emulated_fp32")] if category == cat.PRECISION_TOO_LOW and \
             _emulated_fp32(checks) else []  # the exact check's 3xTF32 finding names it, not an accuracy excess
-        candidates = history or emulated or [r for r in failed if r.category == category] or \
+        # the swap names it, not the accuracy check's errors "far beyond any rounding" (C left as it was)
+        swapped = [r for r in failed if r.check == "alphabeta" and r.facts.get("alpha_beta_swapped") is True] \
+            if category == cat.WRONG_VALUES and _swapped_scalars(failed) else []
+        candidates = history or emulated or swapped or [r for r in failed if r.category == category] or \
             [r for r in failed if r.category == cat.PRECISION_TOO_LOW] or failed
         head = _representative(candidates)
         diagnosis = head.first_line
