@@ -32,5 +32,6 @@ def check_guards(h: Harness, shape: Shape) -> None:
                                    f"writes outside {name} at {m}x{n}x{k}: {'; '.join(where)}", [hint])
     reject_modified_inputs(r, "guards", shape)
 
+
 def run(h: Harness, shape: Shape, params: dict, record: Any, options: dict) -> None:
     check_guards(h, shape)
