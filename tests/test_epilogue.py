@@ -42,3 +42,13 @@ def test_the_smallest_claim_is_made_where_formulas_coincide():
     ab = p.a64 @ p.b64
     assert "alpha is ignored" in explain_epilogue(ab, p.a64, p.b64, None, 0.7, 0.0)  # beta == 0: not blamed
     assert "beta is ignored" in explain_epilogue(ab, p.a64, p.b64, p.c0, 1.0, 1.3)  # alpha == 1: not blamed
+
+
+def test_with_no_c_old_an_all_zero_output_is_not_called_a_swap():
+    """At beta == 0 the swap's formula is beta*A@B + alpha*C_old = 0 + alpha*(what C held, the fill), not 0:
+    an all-zero output (a K loop that never runs) is no swap. The verdict takes a swap as the root cause
+    and its diagnosis (outputs/verdicts.py), so a false one would misname that kernel."""
+    p = _problem()
+    zeros = np.zeros_like(p.a64 @ p.b64)
+    assert explain_epilogue(zeros, p.a64, p.b64, None, 0.7, 0.0) is None
+    assert "swapped" in explain_epilogue(1.3 * (p.a64 @ p.b64) + 0.7 * p.c0, p.a64, p.b64, p.c0, 0.7, 1.3)

@@ -40,7 +40,9 @@ def explain_epilogue(got: Any, a64: Any, b64: Any, c0: Any, alpha: float, beta: 
         (ab, "alpha and beta are ignored: C = A@B"),
         (alpha * ab + c, "beta is taken as 1 (C = alpha*A@B + C_old)"),
         (ab + c, "alpha and beta are ignored and C_old is added (C = A@B + C_old)"),
-        (beta * ab + alpha * c, SWAPPED),
+        # with no C_old (beta == 0: C held the fill) a swap's alpha*C_old is not known, and beta*A@B is 0:
+        # an all-zero output (a K loop that never runs) would read as a swap
+        *(() if c0 is None else ((beta * ab + alpha * c, SWAPPED),)),
     )
     for cand, sentence in candidates:
         if not _close(want, cand, scale) and _close(g, cand, scale):
