@@ -192,7 +192,8 @@ def rebuild(d: dict[str, Any], folder: Path | None = None) -> GemmKernel | BadDe
             raise GemmSpecError(f"unknown kind of kernel {d.get('kind')!r}")
         kernel.validate()
     except (GemmSpecError, KeyError, TypeError, ValueError) as exc:
-        return BadDeclaration(name, f"--gemm-kernel {origin[0]!r}: {exc}", origin, declared_precision(d.get("precision")))
+        return BadDeclaration(name, f"--gemm-kernel {origin[0]!r}: {exc}", origin,
+                              declared_precision(d.get("precision")))
     kernel.origin_spec = origin
     return kernel
 

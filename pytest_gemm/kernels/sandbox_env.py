@@ -50,7 +50,6 @@ def sandbox_environ(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if passed(k, extra)}
 
 
-
 def environ_for(env: Mapping[str, str], level: str) -> dict[str, str]:
     """The environment of a process that runs submitted code under the confinement ``level``
     (``confine.active()``): ``env`` whole when ``none``, else only what it may see."""

@@ -149,11 +149,11 @@ def _history(failed: Sequence[CheckRecord]) -> list[CheckRecord]:
     return [r for r in failed if r.facts.get("call_history") and r.category in (cat.STALE_OUTPUT, cat.UNWRITTEN_OUTPUT)]
 
 
-def _swapped_scalars(failed: Sequence[CheckRecord]) -> bool:
-    """The alpha/beta check found C = beta*A@B + alpha*C_old (fact ``alpha_beta_swapped``): at alpha == 1 and
-    beta == 0, where every other check calls, that formula leaves C as it was, so their
-    ``unwritten_output`` is the swap's consequence, not a store that never happens."""
-    return any(r.check == "alphabeta" and r.facts.get("alpha_beta_swapped") is True for r in failed)
+def _swapped_scalars(failed: Sequence[CheckRecord]) -> list[CheckRecord]:
+    """The alpha/beta check's records that found C = beta*A@B + alpha*C_old (fact ``alpha_beta_swapped``):
+    at alpha == 1 and beta == 0, where every other check calls, that formula leaves C as it was, so
+    their ``unwritten_output`` is the swap's consequence, not a store that never happens."""
+    return [r for r in failed if r.check == "alphabeta" and r.facts.get("alpha_beta_swapped") is True]
 
 
 def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> str | None:
@@ -161,7 +161,7 @@ def _primary(failed: Sequence[CheckRecord], checks: Sequence[CheckRecord]) -> st
     if cats & {cat.COMPILE_ERROR, cat.LAUNCH_ERROR}:
         return cat.COMPILE_ERROR if cat.COMPILE_ERROR in cats else cat.LAUNCH_ERROR
     precision = _precision_evidence(checks) or _precision_onset(checks) is not None or _emulated_fp32(checks)
-    swapped = _swapped_scalars(failed)
+    swapped = bool(_swapped_scalars(failed))
     # C left as it was, launch after launch, is the swap's doing too, not a history the kernel keeps
     history = [r for r in _history(failed) if not (swapped and r.category == cat.UNWRITTEN_OUTPUT)]
     for category in ROOT_CAUSE_ORDER:
@@ -257,8 +257,7 @@ def kernel_verdict(checks: Sequence[CheckRecord]) -> Verdict:
         emulated = [r for r in failed if r.facts.get("emulated_fp32")] if category == cat.PRECISION_TOO_LOW and \
             _emulated_fp32(checks) else []  # the exact check's 3xTF32 finding names it, not an accuracy excess
         # the swap names it, not the accuracy check's errors "far beyond any rounding" (C left as it was)
-        swapped = [r for r in failed if r.check == "alphabeta" and r.facts.get("alpha_beta_swapped") is True] \
-            if category == cat.WRONG_VALUES and _swapped_scalars(failed) else []
+        swapped = _swapped_scalars(failed) if category == cat.WRONG_VALUES else []
         candidates = history or emulated or swapped or [r for r in failed if r.category == category] or \
             [r for r in failed if r.category == cat.PRECISION_TOO_LOW] or failed
         head = _representative(candidates)
