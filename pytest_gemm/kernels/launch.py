@@ -5,14 +5,13 @@ and the cubin is loaded through CuPy; PyKernels are simply called. Needs a GPU.
 """
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .compiler import CompileResult, compile_for_arch
+from .cubin import load_cubin_function
 from ..model.contract import CudaKernel, GemmKernel, PyKernel
 from ..model.declaration import EmptyGridError
 from .device import GemmDevice
@@ -95,13 +94,8 @@ class LoadedKernel:
             self._load_cuda(kernel)
 
     def _load_cuda(self, kernel: CudaKernel) -> None:
-        import cupy  # lazy: CuPy (the plugin loads with no GPU)
-
         self.compiled = compile_for_arch(kernel, self.device.arch)
-        path = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{abs(hash(self.compiled.code))}.cubin"
-        path.write_bytes(self.compiled.code)
-        self._module = cupy.RawModule(path=str(path))
-        self._function = self._module.get_function(self.compiled.lowered_name)
+        self._function = load_cubin_function(self.compiled.code, self.compiled.lowered_name)
 
     def fresh(self) -> "LoadedKernel":
         """The same kernel with a fresh call history: a CUDA kernel's code loaded again as a new
@@ -109,14 +103,9 @@ class LoadedKernel:
         launcher's state cannot be reset in this process, so it is returned as it is."""
         if self.compiled is None:
             return self
-        import cupy  # lazy: CuPy (the plugin loads with no GPU)
-
         again = object.__new__(LoadedKernel)
         again.kernel, again.device, again.compiled = self.kernel, self.device, self.compiled
-        path = Path(tempfile.mkdtemp(prefix="gemm-")) / "fresh.cubin"
-        path.write_bytes(self.compiled.code)
-        again._module = cupy.RawModule(path=str(path))
-        again._function = again._module.get_function(self.compiled.lowered_name)
+        again._function = load_cubin_function(self.compiled.code, self.compiled.lowered_name)
         return again
 
     def prepare(self, m: int, n: int, k: int) -> None:

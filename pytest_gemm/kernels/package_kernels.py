@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 import importlib.resources
-import tempfile
 from pathlib import Path
 from .compiler import GemmToolchainError, compile_for_arch
+from .cubin import load_cubin_function
 from ..model.contract import CudaKernel
 
 
@@ -26,6 +26,4 @@ def package_function(arch: str, filename: str, entry: str, options: Sequence[str
         except GemmToolchainError:
             module = cupy.RawModule(code=Path(path).read_text(), options=tuple(options))
             return module.get_function(entry)
-    cubin = Path(tempfile.mkdtemp(prefix="gemm-")) / f"{entry}.cubin"
-    cubin.write_bytes(compiled.code)
-    return cupy.RawModule(path=str(cubin)).get_function(compiled.lowered_name)
+    return load_cubin_function(compiled.code, compiled.lowered_name)
