@@ -216,16 +216,27 @@ def test_honest_kernel_passes_the_speed_check(suite_runs: SuiteRuns):
 def test_work_started_early_on_another_stream_gets_no_head_start(suite_runs: SuiteRuns):
     """head_start grows the launch guard's wait with late launches, then starts its work on a
     side stream during that wait. The guard takes every SM, so the work cannot run before the
-    start event: head_start must time like healthy (the same kernel) in the same run."""
+    start event: a timed call's events must hold all of its kernels' GPU time.
+
+    With the launch trace that is read directly: the event median against the median GPU time of
+    each timed call's own kernels, both from the same calls. Without it, head_start is held
+    against healthy (the same kernel) timed in the same run; that comparison also moves with the
+    suite's other runs (a check presumed hung may run beside a timed one: at e9ef861 on an H100
+    healthy read 37.2 ms, mostly time-sliced, beside head_start's 16.7 ms, whose kernels ran
+    16.7 ms), so the trace is used where there is one."""
     run = suite_runs.result("untrusted")
-    medians = {}
+    timings = {}
     for name in SPEED_PAIR:
         entry = run.entry(name)
         (rec,) = [c for c in entry["checks"] if c["check"] == "speed"]
         assert rec["outcome"] == "passed", (name, rec.get("message"))
-        (timing,) = entry["timings"]
-        medians[name] = timing["median_ms"]
-    assert medians["head_start"] >= 0.97 * medians["healthy"], (medians, run.output[-4000:])
+        (timings[name],) = entry["timings"]
+    head_start = timings["head_start"]
+    if head_start.get("kernel_ms") is not None:
+        assert head_start["median_ms"] >= 0.97 * head_start["kernel_ms"], (head_start, run.output[-4000:])
+    else:
+        medians = {name: t["median_ms"] for name, t in timings.items()}
+        assert medians["head_start"] >= 0.97 * medians["healthy"], (medians, run.output[-4000:])
 
 
 # -- the key test: one run, a correct kernel among faults, a hang and an exit -----------------
