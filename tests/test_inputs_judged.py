@@ -16,7 +16,8 @@ from pytest_gemm.kernels.harness import GuardDamage, LaunchResult
 from pytest_gemm.model import categories as cat
 from pytest_gemm.model.categories import GemmCheckFailure
 
-CLEAN = GuardDamage(before=0, after=0, first_after=-1, last_after=-1, first_before=-1)
+from launch_results import launch_result
+
 SHAPE = (17, 33, 65)
 # each value check's runner with the parameters its registry entry gives it
 CASES = {
@@ -31,7 +32,7 @@ CASES = {
 
 
 def _launch(a_changed=(0, None), b_changed=(0, None)) -> LaunchResult:
-    return LaunchResult(np.zeros(SHAPE[:2], np.float32), CLEAN, CLEAN, CLEAN, a_changed, b_changed)
+    return launch_result(np.zeros(SHAPE[:2], np.float32), a_changed=a_changed, b_changed=b_changed)
 
 
 def _harness() -> SimpleNamespace:
@@ -62,7 +63,7 @@ def test_every_value_check_fails_a_launch_that_wrote_outside_c_whatever_its_valu
     """(tests/test_race_scoring.py: why a race's evidence outranks its values)"""
     module, params = CASES[check]
     overrun = GuardDamage(before=0, after=8, first_after=0, last_after=7, first_before=-1)
-    launched = LaunchResult(np.zeros(SHAPE[:2], np.float32), overrun, CLEAN, CLEAN, (0, None), (0, None))
+    launched = launch_result(np.zeros(SHAPE[:2], np.float32), overrun)
     monkeypatch.setattr(module, "run_kernel", lambda h, problem, **kw: launched)
     if hasattr(module, "reference_f32"):
         monkeypatch.setattr(module, "reference_f32", lambda problem, *a, **kw: np.zeros(SHAPE[:2], np.float64))
@@ -74,7 +75,7 @@ def test_every_value_check_fails_a_launch_that_wrote_outside_c_whatever_its_valu
 
 def test_writes_outside_c_are_said_first_since_they_may_be_what_changed_an_input():
     c_overrun = GuardDamage(before=0, after=4, first_after=0, last_after=3, first_before=-1)
-    launched = LaunchResult(np.zeros((2, 2), np.float32), c_overrun, CLEAN, CLEAN, (1, (0, 0)), (0, None))
+    launched = launch_result(np.zeros((2, 2), np.float32), c_overrun, a_changed=(1, (0, 0)))
     with pytest.raises(GemmCheckFailure) as failure:
         common.reject_launch_damage(launched, "exact", (2, 2, 2))
     assert failure.value.category == cat.OUT_OF_BOUNDS_WRITE

@@ -12,11 +12,12 @@ from pytest_gemm.kernels.harness import GuardDamage, LaunchResult
 from pytest_gemm.model import categories as cat
 from pytest_gemm.model.categories import GemmCheckFailure
 
-CLEAN = GuardDamage(before=0, after=0, first_after=-1, last_after=-1, first_before=-1)
+from launch_results import UNDAMAGED, launch_result
 
 
-def _launch(c: np.ndarray, c_guard: GuardDamage = CLEAN) -> LaunchResult:
-    return LaunchResult(c, c_guard, CLEAN, CLEAN, (0, None), (0, None))
+
+def _launch(c: np.ndarray, c_guard: GuardDamage = UNDAMAGED) -> LaunchResult:
+    return launch_result(c, c_guard)
 
 
 def _bob_at(m: int, n: int, right: bool) -> LaunchResult:
