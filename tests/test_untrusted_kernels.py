@@ -221,7 +221,7 @@ def test_work_started_early_on_another_stream_gets_no_head_start(suite_runs: Sui
     With the launch trace that is read directly: the event median against the median GPU time of
     each timed call's own kernels, both from the same calls. Without it, head_start is held
     against healthy (the same kernel) timed in the same run; that comparison also moves with the
-    suite's other runs (a check presumed hung may run beside a timed one: at e9ef861 on an H100
+    suite's other runs (a check warming up or presumed hung may run beside a timed one: at e9ef861 on an H100
     healthy read 37.2 ms, mostly time-sliced, beside head_start's 16.7 ms, whose kernels ran
     16.7 ms), so the trace is used where there is one."""
     run = suite_runs.result("untrusted")

@@ -1,11 +1,11 @@
 """Load a compiled cubin as a CuPy kernel and leave no file behind.
 
-CuPy loads a cubin only from a path (``RawModule(path=...)``). ``get_function`` loads the module
-on the current device at once and CuPy keeps it, keyed by the path, so the file is removed as
-soon as the function is got: a file per load left in ``TMPDIR`` piled up in a grader's folder
-(one per harness process, on every class). The name is new for every load: a path seen
-before would hand back CuPy's cached module, and ``LoadedKernel.fresh`` needs a new one (its
-``__device__`` variables reset).
+CuPy's ``RawModule`` takes a cubin as a file (``RawModule(path=...)``). ``get_function`` loads the
+module on the current device at once and CuPy keeps it, keyed by the path, so the file is removed
+as soon as the function is got: a folder per load, left in ``TMPDIR``, piled up in a grader's (the
+launch guard's and the FMA roof's were there after a class). The name is new for every load: a
+path seen before would hand back CuPy's cached module, and ``LoadedKernel.fresh`` needs a new one
+(its ``__device__`` variables reset).
 """
 from __future__ import annotations
 
