@@ -16,7 +16,7 @@ from pytest_gemm.kernels.harness import GuardDamage, LaunchResult
 from pytest_gemm.model import categories as cat
 from pytest_gemm.model.categories import GemmCheckFailure
 
-from launch_results import launch_result
+from launch_results import UNCHANGED, launch_result
 
 SHAPE = (17, 33, 65)
 # each value check's runner with the parameters its registry entry gives it
@@ -31,7 +31,7 @@ CASES = {
 }
 
 
-def _launch(a_changed=(0, None), b_changed=(0, None)) -> LaunchResult:
+def _launch(a_changed=UNCHANGED, b_changed=UNCHANGED) -> LaunchResult:
     return launch_result(np.zeros(SHAPE[:2], np.float32), a_changed=a_changed, b_changed=b_changed)
 
 
@@ -39,18 +39,22 @@ def _harness() -> SimpleNamespace:
     return SimpleNamespace(kernel=SimpleNamespace(precision="fp32", beta_zero="blas", name="k", tile=None))
 
 
-@pytest.mark.parametrize("check", list(CASES))
-@pytest.mark.parametrize("which", ["A", "B"])
-def test_every_value_check_fails_a_launch_that_changed_an_input(monkeypatch, check, which):
+def _failure_of(monkeypatch: pytest.MonkeyPatch, check: str, launched: LaunchResult) -> GemmCheckFailure:
+    """What the check ``check`` raises when its launch returns ``launched``."""
     module, params = CASES[check]
-    changed = (3, (2, 5))
-    launched = _launch(a_changed=changed) if which == "A" else _launch(b_changed=changed)
     monkeypatch.setattr(module, "run_kernel", lambda h, problem, **kw: launched)
     if hasattr(module, "reference_f32"):  # the beta == 0 check computes its reference before it launches
         monkeypatch.setattr(module, "reference_f32", lambda problem, *a, **kw: np.zeros(SHAPE[:2], np.float64))
     with pytest.raises(GemmCheckFailure) as failure:
         module.run(_harness(), SHAPE, params, lambda facts: None, {})
-    exc = failure.value
+    return failure.value
+
+
+@pytest.mark.parametrize("check", list(CASES))
+@pytest.mark.parametrize("which", ["A", "B"])
+def test_every_value_check_fails_a_launch_that_changed_an_input(monkeypatch, check, which):
+    changed = (3, (2, 5))
+    exc = _failure_of(monkeypatch, check, _launch(a_changed=changed) if which == "A" else _launch(b_changed=changed))
     assert exc.category == cat.INPUT_MODIFIED, (exc.category, exc.summary)
     dims = "17x65" if which == "A" else "65x33"
     assert exc.summary == (f"{check} at 17x33x65: {which} ({dims}) was modified: 3 elements changed, "
@@ -61,15 +65,9 @@ def test_every_value_check_fails_a_launch_that_changed_an_input(monkeypatch, che
 @pytest.mark.parametrize("check", list(CASES))
 def test_every_value_check_fails_a_launch_that_wrote_outside_c_whatever_its_values(monkeypatch, check):
     """(tests/test_race_scoring.py: why a race's evidence outranks its values)"""
-    module, params = CASES[check]
     overrun = GuardDamage(before=0, after=8, first_after=0, last_after=7, first_before=-1)
-    launched = launch_result(np.zeros(SHAPE[:2], np.float32), overrun)
-    monkeypatch.setattr(module, "run_kernel", lambda h, problem, **kw: launched)
-    if hasattr(module, "reference_f32"):
-        monkeypatch.setattr(module, "reference_f32", lambda problem, *a, **kw: np.zeros(SHAPE[:2], np.float64))
-    with pytest.raises(GemmCheckFailure) as failure:
-        module.run(_harness(), SHAPE, params, lambda facts: None, {})
-    assert failure.value.category == cat.OUT_OF_BOUNDS_WRITE, failure.value.summary
+    exc = _failure_of(monkeypatch, check, launch_result(np.zeros(SHAPE[:2], np.float32), overrun))
+    assert exc.category == cat.OUT_OF_BOUNDS_WRITE, exc.summary
     assert cat.OUT_OF_BOUNDS_WRITE in registry.get(check).categories, check
 
 

@@ -12,12 +12,7 @@ from pytest_gemm.kernels.harness import GuardDamage, LaunchResult
 from pytest_gemm.model import categories as cat
 from pytest_gemm.model.categories import GemmCheckFailure
 
-from launch_results import UNDAMAGED, launch_result
-
-
-
-def _launch(c: np.ndarray, c_guard: GuardDamage = UNDAMAGED) -> LaunchResult:
-    return launch_result(c, c_guard)
+from launch_results import launch_result
 
 
 def _bob_at(m: int, n: int, right: bool) -> LaunchResult:
@@ -29,11 +24,11 @@ def _bob_at(m: int, n: int, right: bool) -> LaunchResult:
     if not right:  # this time the overhang's zeros were written last
         got[1:, : 16 - n % 16] = 0.0
     overhang = 4 * (16 - n % 16)
-    return _launch(got, GuardDamage(before=0, after=overhang, first_after=0, last_after=overhang - 1, first_before=-1))
+    return launch_result(got, GuardDamage(before=0, after=overhang, first_after=0, last_after=overhang - 1, first_before=-1))
 
 
 def test_a_launch_that_wrote_nothing_outside_c_is_judged_on_its_values():
-    reject_writes_outside_c(_launch(np.zeros((4, 4), np.float32)), "exact", (4, 4, 4))  # no exception
+    reject_writes_outside_c(launch_result(np.zeros((4, 4), np.float32)), "exact", (4, 4, 4))  # no exception
 
 
 @pytest.mark.parametrize("right", [True, False])
@@ -51,5 +46,5 @@ def test_a_racy_launch_fails_alike_whichever_write_won_the_race(right: bool):
 def test_writes_before_c_count_too():
     damage = GuardDamage(before=8, after=0, first_after=-1, last_after=-1, first_before=8)
     with pytest.raises(GemmCheckFailure, match="8 bytes before its start"):
-        reject_writes_outside_c(_launch(np.zeros((2, 2), np.float32), damage), "coverage", (2, 2, 2))
+        reject_writes_outside_c(launch_result(np.zeros((2, 2), np.float32), damage), "coverage", (2, 2, 2))
 
