@@ -54,6 +54,8 @@ class Check:
 
 
 _CUDA = (cat.FAULT, cat.LAUNCH_ERROR, cat.TIMEOUT, cat.COMPILE_ERROR)
+# what every launching value check rejects before it judges values (common.reject_launch_damage)
+_DAMAGE = (cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED)
 
 # --gemm-shapes quick: few shapes, shared between checks (a kernel that autotunes or compiles
 # per shape meets few distinct ones): tiny, aligned, ragged non-square, large ragged, large aligned.
@@ -75,37 +77,36 @@ CHECKS: tuple[Check, ...] = (
           shapes=((64, 64, 64),), categories=(cat.WRONG_STREAM, *_CUDA)),
     Check("exact", "bit-identical to the float64 reference on exact-integer inputs, on every shape it claims",
           "exact", shapes=C.EXACT_SHAPES, quick=QUICK_EXACT, weight=40,
-          categories=(cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA),
+          categories=(cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, *_DAMAGE, *_CUDA),
           judges_values=True, correctness=True),
     Check("coverage", "C is filled with a sentinel before every launch and every element is written", "coverage",
-          shapes=C.EDGE_SHAPES, quick=QUICK_EDGE, weight=10, categories=(cat.UNWRITTEN_OUTPUT, cat.OUT_OF_BOUNDS_WRITE,
-                                                                          cat.INPUT_MODIFIED, *_CUDA), judges_values=True,
-          correctness=True),
+          shapes=C.EDGE_SHAPES, quick=QUICK_EDGE, weight=10, categories=(cat.UNWRITTEN_OUTPUT, *_DAMAGE, *_CUDA),
+          judges_values=True, correctness=True),
     Check("guards", "nothing written outside C (guard bands) and A, B unchanged", "guards",
-          shapes=C.EDGE_SHAPES, quick=QUICK_EDGE, weight=10, categories=(cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA),
+          shapes=C.EDGE_SHAPES, quick=QUICK_EDGE, weight=10, categories=(*_DAMAGE, *_CUDA),
           correctness=True),
     Check("alphabeta", "C = alpha*A@B + beta*C for alpha in 0, 1, 0.7 and beta in 0, 1, 1.3", "alphabeta",
           shapes=(C.ALPHA_BETA_SHAPE,), params=tuple({"alpha": a, "beta": b} for a in C.ALPHAS for b in C.BETAS),
           applies=lambda k: k.takes_alpha_beta, weight=5, label="alpha/beta",
           not_applicable="this check runs only for kernels whose signature takes alpha and beta",
-          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA),
+          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, *_DAMAGE, *_CUDA),
           judges_values=True, correctness=True),
     Check("beta_zero", "BLAS's zero rules: with beta == 0, C is not read (C holds NaN, then +Inf, then -Inf, and every "
           "output must be A@B); with alpha == 0, C = beta*C (A and B hold NaN: reading them is a note, not a failure)",
           "beta_zero", shapes=((1, 1, 1), (17, 33, 65), (127, 255, 63), (1000, 1000, 1000)),
           applies=lambda k: k.takes_alpha_beta, weight=0, label="beta == 0",
           not_applicable="this check runs only for kernels whose signature takes alpha and beta",
-          categories=(cat.BETA_ZERO_READS_C, cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT,
-                      cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA), judges_values=True, correctness=True),
+          categories=(cat.BETA_ZERO_READS_C, cat.WRONG_VALUES, cat.UNWRITTEN_OUTPUT, *_DAMAGE, *_CUDA),
+          judges_values=True, correctness=True),
     Check("deterministic", "five launches on the same random inputs are bit-identical (a square and a deep-K shape)", "deterministic",
           shapes=C.DETERMINISM_SHAPES, quick=(C.DETERMINISM_SHAPES[1],), applies=lambda k: k.deterministic,
           weight=10,
           not_applicable="this check does not run for a kernel declared deterministic=False",
-          categories=(cat.NONDETERMINISTIC, cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA, cat.STALE_OUTPUT,
-                      cat.UNWRITTEN_OUTPUT, cat.WRONG_VALUES), correctness=True),
+          categories=(cat.NONDETERMINISTIC, *_DAMAGE, *_CUDA, cat.STALE_OUTPUT, cat.UNWRITTEN_OUTPUT,
+                      cat.WRONG_VALUES), correctness=True),
     Check("accuracy", "random uniform and heavy-tailed inputs within the K- and precision-derived error bound",
           "accuracy", shapes=C.ACCURACY_SHAPES, quick=QUICK_ACCURACY, params=tuple({"dist": d} for d in C.DISTRIBUTIONS), weight=15,
-          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, cat.OUT_OF_BOUNDS_WRITE, cat.INPUT_MODIFIED, *_CUDA),
+          categories=(cat.WRONG_VALUES, cat.PRECISION_TOO_LOW, *_DAMAGE, *_CUDA),
           judges_values=True, correctness=True),
     Check("speed", "event-timed against cuBLAS at the same precision in the same process, ranked", "speed",
           shapes="bench", weight=10, categories=(cat.TIMING_ESCAPE, cat.STALE_OUTPUT, *_CUDA), timed=True),
