@@ -34,6 +34,13 @@ def _run(p: pytest.Pytester, *args: str) -> tuple[Any, dict[str, Any], float]:
     return result, {k["name"]: k for k in report["kernels"]}, took
 
 
+def _collected(p: pytest.Pytester, *args: str) -> list[str]:
+    """The ids of the check tests the same options collect: what a kernel gets a record for, derived
+    from the registry through collection rather than counted here (a new check changes it)."""
+    result = p.runpytest_subprocess("-p", "fakegpu", "--collect-only", "-q", *args)
+    return [line.split("[", 1)[1].rstrip("]") for line in result.outlines if "::test_check[" in line]
+
+
 def _log(p: pytest.Pytester) -> list[dict[str, Any]]:
     rows = []
     for line in (p.path / "fake.log").read_text().splitlines():
@@ -49,7 +56,8 @@ def test_a_kernel_that_always_hangs_is_graded_in_under_60_s_with_default_options
     result, kernels, took = _run(fake, "--gemm-kernel", "fake_kernels.py:hang")
     assert took < 60, f"a hanging kernel took {took:.0f} s"
     checks = kernels["hang"]["checks"]
-    assert len(checks) == 56 and all(c["category"] == cat.TIMEOUT for c in checks)  # a result for every check
+    collected = len(_collected(fake, "--gemm-kernel", "fake_kernels.py:hang"))
+    assert len(checks) == collected and all(c["category"] == cat.TIMEOUT for c in checks)  # a result for every check
     first, second, third, fourth = checks[:4]
     assert "launch at 64x64x64 did not finish within 20 s (the default" in first["message"]
     assert "did not finish within 3 s (a short budget, since this kernel already timed out (launch at 64x64x64)" \
@@ -58,7 +66,7 @@ def test_a_kernel_that_always_hangs_is_graded_in_under_60_s_with_default_options
     assert "not run: this kernel timed out in its first 3 checks (launch at 64x64x64, exact at 1x1x1, " \
            "exact at 2x2x2) without completing any" in fourth["message"]
     assert all(c["wall_s"] < 1 for c in checks[3:])
-    result.assert_outcomes(failed=56, skipped=2)
+    result.assert_outcomes(failed=collected, skipped=2)
 
 
 def test_after_a_timeout_a_kernel_that_completes_checks_runs_each_one_with_a_short_budget(fake):
@@ -101,14 +109,15 @@ def test_a_kernel_that_faults_in_every_check_runs_three_then_the_rest_are_not_ru
     monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
     result, kernels, took = _run(fake, "--gemm-kernel", f"fake_kernels.py:{name}")
     checks = kernels[name]["checks"]
-    assert len(checks) == 56 and all(c["category"] == cat.FAULT for c in checks)  # a record for every check
+    collected = len(_collected(fake, "--gemm-kernel", f"fake_kernels.py:{name}"))
+    assert len(checks) == collected and all(c["category"] == cat.FAULT for c in checks)  # a record for every check
     ran = [c for c in checks if "not run" not in c["message"]]
     assert len(ran) == 3 and ran == checks[:3]                   # three fresh processes, a probe, then no more
     assert len(_pids(_log(fake), name)) == 4
     assert ("not run: the kernel faulted in 3 checks, first at launch at 64x64x64, and in a probe at a large "
             "shape (exact at 1024x1024x1024), without completing any" in checks[3]["message"])
     assert all(c["wall_s"] < 1 for c in checks[3:])
-    result.assert_outcomes(failed=56, skipped=2)
+    result.assert_outcomes(failed=collected, skipped=2)
 
 
 def test_a_kernel_that_faults_only_at_some_shapes_earns_every_check_it_passes(fake, monkeypatch):
@@ -205,11 +214,6 @@ def test_a_worker_keeps_at_most_the_bound_of_kernel_processes_alive(fake, monkey
     assert len({r["pid"] for r in rows}) == 6
     order = [r["kernel"] for r in rows]
     assert order == sorted(order, key=lambda name: int(name[2:])), order
-
-
-def _collected(p: pytest.Pytester, *args: str) -> list[str]:
-    result = p.runpytest_subprocess("-p", "fakegpu", "--collect-only", "-q", *args)
-    return [line.split("[", 1)[1].rstrip("]") for line in result.outlines if "::test_check[" in line]
 
 
 def test_tests_are_grouped_by_kernel_only_when_kernels_outnumber_the_process_bound(fake, monkeypatch):

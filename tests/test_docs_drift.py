@@ -164,6 +164,26 @@ def test_the_quick_shapes_in_the_readme_are_the_registry_s():
     assert any(f"a small representative set per check ({quick_summary()};" in _text(doc) for doc in DOCS)
 
 
+def checks_judging_their_own_launch() -> set[str]:
+    """The registry's checks whose module calls ``reject_launch_damage`` (writes outside C, changed
+    inputs) on its launches, read from their sources."""
+    from pytest_gemm.checks.registry import CHECKS
+
+    folder = ROOT / "pytest_gemm" / "checks"
+    return {c.name for c in CHECKS if (folder / f"{c.module}.py").is_file()
+            and "reject_launch_damage(" in _text(folder / f"{c.module}.py")}
+
+
+def test_the_checks_courses_md_says_judge_their_own_launch_are_the_code_s():
+    sentence = re.search(r"fails as `out_of_bounds_write` whatever its values \(([^)]*)\)",
+                         _text(ROOT / "docs" / "courses.md"))
+    assert sentence, "docs/courses.md no longer lists the checks that judge their own launch"
+    said = set(re.findall(r"`(\w+)`", sentence.group(1)))
+    assert said == checks_judging_their_own_launch(), (
+        f"docs/courses.md lists {sorted(said)}; the checks calling reject_launch_damage are "
+        f"{sorted(checks_judging_their_own_launch())}: say those")
+
+
 def test_the_plugin_s_help_counts_nothing_it_would_have_to_load():
     """--help cannot count the ladder's rungs without importing the ladder when the plugin loads
     (which stays thin): it says what the runs are, and types no number of them."""

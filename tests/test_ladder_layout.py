@@ -11,13 +11,16 @@ and one declaration in reference_kernels/__init__.py (``name = CudaKernel(source
 
 A rung placed anywhere but last renumbers the files after it (``git mv``; the CUDA rungs come
 before the Hopper rung, so a new CUDA rung renumbers at least ``12_wgmma.cu``): then every file
-of the repository that names a rung's file by its old name is listed, to be fixed. Each failure
-below names the file to add or fix.
+of the repository that names a rung's file by its old name is listed, to be fixed, and so is every
+``rung N (NN_x.cu)`` whose numbers disagree and every copy of a rung's first line (bench/candidates)
+left at its old number; CONTRIBUTING.md's worked example is held to the ladder as it is. Each
+failure below names the file to add or fix.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Iterator
 
 import reference_kernels
 
@@ -80,21 +83,101 @@ def stale_rung_names(root: Path, folder: Path, skip: set[Path]) -> list[str]:
     """``path:line: NAME`` for every rung file named in a text file under ``root`` that ``folder``
     does not have (a renumbered rung's old name, say)."""
     present = {p.name for p in folder.glob("*.cu")}
-    found = []
+    return [f"{rel}:{number}: {name}" for rel, number, line in text_lines(root, skip)
+            for name in _NAMED.findall(line) if name not in present]
+
+
+def text_lines(root: Path, skip: set[Path]) -> Iterator[tuple[Path, int, str]]:
+    """(path relative to ``root``, line number, line) of every text file under ``root`` but
+    ``skip``, hidden folders and build output."""
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if (path.suffix not in _TEXT or path in skip or not path.is_file()
                 or any(part in _SKIP_DIRS or part.startswith(".") for part in rel.parts)):
             continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-            found += [f"{rel}:{number}: {name}" for name in _NAMED.findall(line) if name not in present]
-    return found
+            yield rel, number, line
 
 
 def test_no_file_names_a_rung_file_that_is_not_there():
     stale = stale_rung_names(ROOT, FOLDER, {Path(__file__).resolve(), ROOT / "CONTRIBUTING.md"})
     assert not stale, ("these name a rung's file that reference_kernels/ does not have (renumbered or "
                        "renamed? name the new file):\n" + "\n".join(stale))
+
+
+def example_names_not_there(text: str, folder: Path, new_stem: str) -> list[str]:
+    """The rung files ``text`` (CONTRIBUTING.md) names that neither exist in ``folder``, nor are the
+    worked example's new rung (``NN_<new_stem>.cu``), nor are a rung's file renumbered one place on
+    (``10_wmma.cu`` for ``09_wmma.cu``: the example renumbers the rungs after the new one)."""
+    present = {p.name: int(p.name[:2]) for p in folder.glob("*.cu") if _NUMBERED.match(p.name)}
+    by_stem = {name[3:]: number for name, number in present.items()}
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for name in _NAMED.findall(line):
+            stem, at = name[3:], int(name[:2])
+            if name not in present and stem != f"{new_stem}.cu" and by_stem.get(stem) != at - 1:
+                found.append(f"CONTRIBUTING.md:{number}: {name}")
+    return found
+
+
+def test_contributing_names_the_ladder_as_it_is():
+    # CONTRIBUTING.md's worked example adds `NN_splitk.cu` and renumbers the rungs after it; every
+    # other name of a rung's file there (where things live, the example's starting point) must exist
+    stale = example_names_not_there((ROOT / "CONTRIBUTING.md").read_text(), FOLDER, "splitk")
+    assert not stale, ("CONTRIBUTING.md names a rung's file that reference_kernels/ does not have: the ladder "
+                       "was renumbered; name the files as they are now (the worked example too):\n" + "\n".join(stale))
+
+
+def test_a_renumbered_ladder_makes_contributing_stale(tmp_path):
+    for number, name in enumerate(["01_a.cu", "02_b.cu"], 1):
+        _rung(tmp_path, name, number)
+    text = "ladder 01_a.cu .. 02_b.cu\nadd 02_splitk.cu: 02_b.cu becomes 03_b.cu\nold 03_a.cu, 01_b.cu\n"
+    assert example_names_not_there(text, tmp_path, "splitk") == ["CONTRIBUTING.md:3: 03_a.cu",
+                                                                "CONTRIBUTING.md:3: 01_b.cu"]
+
+
+#: ``rung 5 (05_regtile2d.cu)``: a rung named by its number and its file, which must agree.
+_NUMBER_AND_FILE = re.compile(r"\brung (\d+) \((\d\d)_\w+\.cu\)", re.IGNORECASE)
+#: ``// Rung 6, vectorized: ...``: a rung's first line, or a copy of it (bench/candidates).
+_RUNG_LINE = re.compile(r"^// Rung (\d+), ([^:]+):")
+
+
+def rung_number_mismatches(root: Path, folder: Path, skip: set[Path]) -> list[str]:
+    """``path:line: why`` where a text file under ``root`` gives a rung a number its file does not
+    have: ``rung 5 (06_x.cu)``, or a copy of a rung's first line (``// Rung 6, vectorized:``, as
+    bench/candidates' copies keep it) whose number is not that rung's any more."""
+    names_at = {}
+    for path in folder.glob("*.cu"):
+        match = _RUNG_LINE.match(path.read_text().split("\n", 1)[0])
+        if match:
+            names_at[int(match.group(1))] = match.group(2)
+    found = []
+    for rel, number, line in text_lines(root, skip):
+        found += [f"{rel}:{number}: rung {said} is not its file's number ({file}_...)"
+                  for said, file in _NUMBER_AND_FILE.findall(line) if int(said) != int(file)]
+        match = _RUNG_LINE.match(line)
+        if match and (root / rel).parent != folder and names_at.get(int(match.group(1))) != match.group(2):
+            found.append(f"{rel}:{number}: `// Rung {match.group(1)}, {match.group(2)}:` is not rung "
+                         f"{match.group(1)}'s first line (copied before a renumbering?)")
+    return found
+
+
+def test_every_rung_number_agrees_with_its_file():
+    wrong = rung_number_mismatches(ROOT, FOLDER, {Path(__file__).resolve()})
+    assert not wrong, "these give a rung a number that is not its file's now:\n" + "\n".join(wrong)
+
+
+def test_a_copied_header_left_at_its_old_number_is_found(tmp_path):
+    folder = tmp_path / "reference_kernels"
+    folder.mkdir()
+    _rung(folder, "01_a.cu", 1)
+    (folder / "02_b.cu").write_text("// Rung 2, b: a kernel.\n// Over rung 1 (01_a.cu): one idea.\n")
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "b.cu").write_text("// Rung 2, b: a kernel.\n// Over rung 1 (02_a.cu): stale\n")
+    (tmp_path / "bench" / "c.cu").write_text("// Rung 1, b: a kernel.\n")
+    assert rung_number_mismatches(tmp_path, folder, set()) == [
+        "bench/b.cu:2: rung 1 is not its file's number (02_...)",
+        "bench/c.cu:1: `// Rung 1, b:` is not rung 1's first line (copied before a renumbering?)"]
 
 
 def test_a_renumbered_rung_is_found_where_it_is_still_named(tmp_path):
