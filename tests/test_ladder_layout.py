@@ -10,7 +10,7 @@ and one declaration in reference_kernels/__init__.py (``name = CudaKernel(source
 3. its row in reference_kernels/README.md's table, in ladder order (tests/test_ladder_offline.py).
 
 A rung placed anywhere but last renumbers the files after it (``git mv``; the CUDA rungs come
-before the Hopper rung, so a new CUDA rung renumbers at least ``12_wgmma.cu``): then every file
+before the Hopper rung, so a new CUDA rung renumbers at least the Hopper rung's file): then every file
 of the repository that names a rung's file by its old name is listed, to be fixed, and so is every
 ``rung N (NN_x.cu)`` whose numbers disagree and every copy of a rung's first line (bench/candidates)
 left at its old number; CONTRIBUTING.md's worked example is held to the ladder as it is. Each
@@ -108,7 +108,7 @@ def test_no_file_names_a_rung_file_that_is_not_there():
 def example_names_not_there(text: str, folder: Path, new_stem: str) -> list[str]:
     """The rung files ``text`` (CONTRIBUTING.md) names that neither exist in ``folder``, nor are the
     worked example's new rung (``NN_<new_stem>.cu``), nor are a rung's file renumbered one place on
-    (``10_wmma.cu`` for ``09_wmma.cu``: the example renumbers the rungs after the new one)."""
+    (``NN+1_x.cu`` for ``NN_x.cu``: the example renumbers the rungs after the new one)."""
     present = {p.name: int(p.name[:2]) for p in folder.glob("*.cu") if _NUMBERED.match(p.name)}
     by_stem = {name[3:]: number for name, number in present.items()}
     found = []
@@ -136,7 +136,7 @@ def test_a_renumbered_ladder_makes_contributing_stale(tmp_path):
                                                                 "CONTRIBUTING.md:3: 01_b.cu"]
 
 
-#: ``rung 5 (05_regtile2d.cu)``: a rung named by its number and its file, which must agree.
+#: ``rung N (NN_x.cu)``: a rung named by its number and its file, which must agree.
 _NUMBER_AND_FILE = re.compile(r"\brung (\d+) \((\d\d)_\w+\.cu\)", re.IGNORECASE)
 #: ``// Rung 6, vectorized: ...``: a rung's first line, or a copy of it (bench/candidates).
 _RUNG_LINE = re.compile(r"^// Rung (\d+), ([^:]+):")
@@ -144,7 +144,7 @@ _RUNG_LINE = re.compile(r"^// Rung (\d+), ([^:]+):")
 
 def rung_number_mismatches(root: Path, folder: Path, skip: set[Path]) -> list[str]:
     """``path:line: why`` where a text file under ``root`` gives a rung a number its file does not
-    have: ``rung 5 (06_x.cu)``, or a copy of a rung's first line (``// Rung 6, vectorized:``, as
+    have: ``rung 5 (06_x.cu)``, or a copy of a rung's first line (``// Rung N, name:``, as
     bench/candidates' copies keep it) whose number is not that rung's any more."""
     names_at = {}
     for path in folder.glob("*.cu"):

@@ -211,9 +211,23 @@ def test_pipeline_twins_share_everything_but_the_fill() -> None:
     assert [k.options for k in CPASYNC] == [("-DSTAGES=2",), ("-DSTAGES=3",), ("-DSTAGES=4",)]
 
 
+def _entry_parameters(kernel: CudaKernel) -> str:
+    """The parameter list of ``kernel``'s entry function in its .cu file (its definition)."""
+    source = (Path(reference_kernels.__file__).parent / str(kernel.source)).read_text()
+    found = re.search(rf"\b{re.escape(kernel.entry)}\s*\(([^;{{]*?)\)\s*\{{", source, re.S)
+    assert found, f"{kernel.source}: no definition of {kernel.entry}(...)"
+    return found.group(1)
+
+
 def test_alpha_beta_rungs() -> None:
-    takes = {k.name for k in reference_kernels.CUDA_RUNGS if k.takes_alpha_beta}
-    assert takes == {"regtile2d", "vectorized", "warptile"}
+    # the declared signature says alpha and beta exactly where the rung's entry takes them (derived from
+    # the sources, not typed here: a new rung's declaration is checked against its own file)
+    for kernel in reference_kernels.CUDA_RUNGS:
+        takes = re.search(r"\balpha\b", _entry_parameters(kernel)) is not None
+        assert kernel.takes_alpha_beta == takes, (
+            f"{kernel.name}: {kernel.source}'s {kernel.entry} {'takes' if takes else 'does not take'} alpha and "
+            f"beta, its declaration's signature {kernel.signature!r} says otherwise")
+    assert any(k.takes_alpha_beta for k in reference_kernels.CUDA_RUNGS)  # the ladder has rungs with BLAS's epilogue
 
 
 def test_import_does_not_touch_cuda() -> None:
