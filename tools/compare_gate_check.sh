@@ -34,7 +34,8 @@ out="${OUT:-gpu-out}/compare-gate"
 mkdir -p "$out"
 rungs="${GATE_RUNGS:-tiled32 regtile2d vectorized warptile warptile-256 wmma-fp16 mma-fp16 cpasync3 wgmma-fp16 cublas-fp32 cublas-fp16}"
 slow="${GATE_SLOW:-warptile}"
-noise=(${GATE_NOISE:+--gemm-compare-noise="$GATE_NOISE"})
+noise=(${GATE_NOISE:+--gemm-compare-noise="$GATE_NOISE"})  # unset: no option, the plugin's default band
+tool_noise=(${GATE_NOISE:+--noise "$GATE_NOISE"})             # the same for tools/compare_reports.py
 spin="${GATE_SPIN:-200000}"
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 work=$(mktemp -d /tmp/compare-gate.XXXXXX)
@@ -81,7 +82,7 @@ suite() {  # suite NAME ATTR [options...]: the speed checks of gate_kernels.py:A
   return $rc
 }
 summary() {  # summary NAME: the calls, from the same code (tools/compare_reports.py)
-  python3 tools/compare_reports.py "$out/base.json" "$out/$1.json" --fail 2% --noise "${GATE_NOISE:-1%}" --out "$out/$1-compare.json" \
+  python3 tools/compare_reports.py "$out/base.json" "$out/$1.json" --fail 2% "${tool_noise[@]}" --out "$out/$1-compare.json" \
     > "$out/$1-compare.txt" 2>&1
   python3 - "$out/$1-compare.json" <<'PY'
 import json, sys
@@ -101,6 +102,6 @@ summary slowed | tee "$out/slowed-calls.txt"
 grep -A 40 -- "--gemm-compare:" "$out/slowed.log" | head -40
 ok_again=$([ "$again" = 0 ] && grep -q "slower: none" "$out/again-calls.txt" && echo OK || echo WRONG)
 ok_slowed=$([ "$slowed" = 1 ] && grep -qx "  slower: $slow" "$out/slowed-calls.txt" && echo OK || echo WRONG)
-echo "GATE CHECK again (no change, --gemm-compare-fail=2%, noise band ${GATE_NOISE:-1% (the default)}): exit $again, $(tail -1 "$out/again-calls.txt" | xargs): $ok_again"
+echo "GATE CHECK again (no change, --gemm-compare-fail=2%, noise band ${GATE_NOISE:-the default}): exit $again, $(tail -1 "$out/again-calls.txt" | xargs): $ok_again"
 echo "GATE CHECK slowed ($slow spun $spin cycles a block): exit $slowed, $(tail -1 "$out/slowed-calls.txt" | xargs): $ok_slowed"
 rm -rf "$work"
