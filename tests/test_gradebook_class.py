@@ -46,7 +46,9 @@ def test_a_class_with_a_hanging_student_is_graded_in_seconds_with_every_check_in
     assert done.returncode == 0, done.stdout + done.stderr
     assert took < 150, f"{took:.0f} s"
     seeded = [line for line in done.stdout.splitlines() if line.startswith("gradebook: harness caches ")]
-    assert seeded == [], done.stdout  # the seed is asked for (PYTEST_GEMM_HARNESS_SEED=on), not the default
+    # 4 students 3 at a time: the default (auto) would seed this confined class, but not on the fake GPU
+    assert seeded == ["gradebook: harness caches not seeded: the checks are faked (PYTEST_GEMM_DISPATCH): nothing to "
+                      "compile"], done.stdout
     book = {s["student"]: s for s in json.loads(out.read_text())["students"]}
     carol = book["carol"]
     assert carol["status"] == GRADED and carol["elapsed_s"] < 60, (carol["status"], carol["elapsed_s"])

@@ -28,7 +28,7 @@ def book(tmp_path, monkeypatch, capsys):
     (tmp_path / "subs" / "ann").mkdir(parents=True)
     (tmp_path / "subs" / "ann" / "kernel.py").write_text("")
     monkeypatch.delenv(harness_seed.DISPATCH_ENV, raising=False)
-    monkeypatch.setenv(harness_seed.SWITCH_ENV, "on")  # asked for: not the default until measured on a GPU
+    monkeypatch.setenv(harness_seed.SWITCH_ENV, "on")  # asked for: the default (auto) seeds only a class of two rounds or more
     monkeypatch.delenv(SEED_ENV, raising=False)
     monkeypatch.setattr(confine, "resolve", lambda asked: "none" if asked == "none" else "bubblewrap")
     monkeypatch.setattr(gradebook, "no_gpu_problem", lambda: None)
@@ -61,11 +61,15 @@ def book(tmp_path, monkeypatch, capsys):
 def test_a_confined_class_is_primed_once_and_its_students_start_from_the_seed(book):
     lines = book["main"]()
     assert len(lines) == 1 and lines[0].startswith("gradebook: harness caches seeded: 3 CuPy cache files compiled "
-                                                   "by one priming run in 9.1 s"), lines
-    [(cmd, env)] = book["primed"]
-    assert cmd[cmd.index("--gemm-confine") + 1] == "none"  # ours only: unconfined, its cache of its own
-    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--gemm-kernel"] == list(harness_seed.PRIMING_KERNELS)
-    assert "speed" in cmd[cmd.index("-k") + 1]
+                                                   "by 2 priming runs side by side in 9.1 s"), lines
+    assert [[cmd[i + 1] for i, a in enumerate(cmd) if a == "--gemm-kernel"] for cmd, _ in book["primed"]] == \
+        [[spec] for spec in harness_seed.PRIMING_KERNELS]  # one run per kernel
+    for cmd, env in book["primed"]:
+        assert cmd[cmd.index("--gemm-confine") + 1] == "none"  # ours only: unconfined, its cache of its own
+        assert cmd[cmd.index("--gemm-shapes") + 1] == "full"  # some CuPy kernels are compiled at some shapes only
+        assert "speed" not in cmd[cmd.index("-k") + 1] and cmd[cmd.index("--gemm-bench-shape") + 1] == "256x256x256"
+    [env, other] = [env for _, env in book["primed"]]
+    assert env["CUPY_CACHE_DIR"] == other["CUPY_CACHE_DIR"]  # one seed, filled by both
     [(students, files)] = book["graded"]
     assert students[SEED_ENV] == env["CUPY_CACHE_DIR"] and len(files) == 3  # named, and there while they run
     assert "CUPY_CACHE_DIR" not in students or students["CUPY_CACHE_DIR"] != env["CUPY_CACHE_DIR"]
@@ -86,24 +90,40 @@ def test_a_priming_run_that_overruns_or_fails_leaves_no_seed_and_the_class_is_gr
                      "CuPy kernels itself, as before"]
     [(students, _)] = book["graded"]
     assert SEED_ENV not in students  # what it compiled before it failed is not used
-    [(_, env)] = book["primed"]
-    assert not os.path.exists(env["CUPY_CACHE_DIR"])
+    assert len(book["primed"]) == 2 and not os.path.exists(book["primed"][0][1]["CUPY_CACHE_DIR"])
 
 
-@pytest.mark.parametrize("switch", ["off", "", None])
-def test_unless_asked_for_there_is_no_priming_run_and_no_line(book, monkeypatch, switch):
-    """Opt-in until a GPU has measured it: a small class may not win back the priming run's time."""
-    if switch is None:
-        monkeypatch.delenv(harness_seed.SWITCH_ENV)
-    else:
-        monkeypatch.setenv(harness_seed.SWITCH_ENV, switch)
+def test_turned_off_there_is_no_priming_run_and_no_line(book, monkeypatch):
+    monkeypatch.setenv(harness_seed.SWITCH_ENV, "off")
     assert book["main"]() == []
     assert book["primed"] == [] and SEED_ENV not in book["graded"][0][0]
 
 
+@pytest.mark.parametrize("switch", ["auto", "", None])
+def test_by_default_a_class_of_one_round_is_not_primed_and_one_of_two_rounds_is(book, monkeypatch, tmp_path, switch):
+    """auto: the priming runs come before the first student; a class graded all at once compiles
+    the same kernels in every student at the same time, so it would win nothing back."""
+    if switch is None:
+        monkeypatch.delenv(harness_seed.SWITCH_ENV)
+    else:
+        monkeypatch.setenv(harness_seed.SWITCH_ENV, switch)
+    assert book["main"]("--jobs", "2") == [
+        "gradebook: harness caches not seeded: its one student is graded in one round (2 at a time), each compiling "
+        "them beside the others, as the priming runs would before them; PYTEST_GEMM_HARNESS_SEED=on seeds anyway"]
+    assert book["primed"] == [] and SEED_ENV not in book["graded"][0][0]
+    for name in ("bob", "cy"):
+        (tmp_path / "subs" / name).mkdir()
+        (tmp_path / "subs" / name / "kernel.py").write_text("")
+    assert book["main"]("--jobs", "2")[0].startswith("gradebook: harness caches seeded: 3 CuPy cache files compiled ")
+    assert len(book["primed"]) == 2 and book["graded"][1][0][SEED_ENV]
+    assert book["main"]("--jobs", "3")[0].startswith("gradebook: harness caches not seeded: its 3 students are graded "
+                                                     "in one round (3 at a time)")
+
+
 @pytest.mark.parametrize("args, env, why", [
-    ((), {harness_seed.SWITCH_ENV: "of"}, "PYTEST_GEMM_HARNESS_SEED='of' is neither on nor off; set it to on "
-                                          "to seed, off (the default) not to"),
+    ((), {harness_seed.SWITCH_ENV: "of"}, "PYTEST_GEMM_HARNESS_SEED='of' is none of auto, on and off; set it to "
+                                          "auto (the default: a class graded in more than one round), on (any "
+                                          "confined class) or off (none)"),
     (("--", "--gemm-confine", "none"), {}, "the students run unconfined, so they share this machine's CuPy cache "
                                            "already"),
     ((), {harness_seed.DISPATCH_ENV: "fakegpu:run_check"}, "the checks are faked (PYTEST_GEMM_DISPATCH): nothing "
@@ -138,27 +158,31 @@ def test_what_the_students_confinement_is_and_a_remote_dask_cluster_is_not_prime
     assert why == "the Dask workers of tcp://head:8786 may be other machines, with CuPy caches of their own"
 
 
-def test_the_priming_command_runs_our_correctness_checks_on_both_kernels_and_nothing_else(tmp_path):
-    """The command itself, on the fake GPU (no compile there, so no seed): every correctness
-    check of the fp32 and the fp16 kernel ran, no speed, sweep or compile check."""
+def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_on_both_kernels(tmp_path):
+    """The commands themselves, on the fake GPU (no compile there, so no seed): every check of the
+    fp32 and the fp16 kernel ran but the sweep and the compile check, the exact check at every
+    shape of the full set (primed at the quick shapes only, confined students still compiled at
+    16^3, 31^3, 500x700x1, 1x128x1 on the H100 at f47b585)."""
     log = tmp_path / "checks.log"
     env = fakegpu.env(tmp_path, PYTEST_ADDOPTS="-p fakegpu", FAKEGPU_LOG=str(log))
     folder = tmp_path / "seed"
     folder.mkdir()
     files, seconds, why = harness_seed.prime(folder, env, timeout=120)
     assert (files, why) == (0, "the priming run compiled nothing"), why
-    ran: dict[str, set[str]] = {}
+    ran: dict[str, list[str]] = {}
     for line in log.read_text().splitlines():
         kernel, check = line.split()[:2]
-        ran.setdefault(kernel, set()).add(check)
+        ran.setdefault(kernel, []).append(check)
     import reference_kernels
+    from pytest_gemm.checks import cases
 
-    def expected(kernel) -> set[str]:  # every check that applies to it but the three left out
-        return {"prepare"} | {c.name for c in registry.CHECKS if c.name not in ("speed", "sweep", "compile")
+    def expected(kernel) -> set[str]:  # every check that applies to it but the two left out
+        return {"prepare"} | {c.name for c in registry.CHECKS if c.name not in ("sweep", "compile")
                               and (c.applies is None or c.applies(kernel))}
-    assert ran == {"regtile2d": expected(reference_kernels.regtile2d),
-                   "wmma-fp16": expected(reference_kernels.wmma_fp16)}, ran
-    assert {"alphabeta", "beta_zero"} <= ran["regtile2d"]  # the fp32 kernel takes alpha and beta
+    assert {k: set(v) for k, v in ran.items()} == {"regtile2d": expected(reference_kernels.regtile2d),
+                                                  "wmma-fp16": expected(reference_kernels.wmma_fp16)}, ran
+    assert {"alphabeta", "beta_zero", "speed"} <= set(ran["regtile2d"])  # the fp32 kernel takes alpha and beta
+    assert ran["regtile2d"].count("exact") == len(cases.EXACT_SHAPES)  # the full set, not the quick one
 
 
 def test_the_students_of_this_machines_dask_cluster_are_named_the_seed(book, monkeypatch):

@@ -30,8 +30,9 @@
 #                                       # CLASS_SCHEDULER=dask grades the class through Dask (a LocalCluster) and
 #                                       # again on the local pool, and compares (issue 47), with the Dask wheels
 #                                       # carried in .whl/ when the machine has no Dask (docs/distributed.md)
-#                                       # CLASS_SEED=on grades with the seed of the harness's CuPy kernels
-#                                       # (PYTEST_GEMM_HARNESS_SEED=on; docs/courses.md), for issue 44's A/B
+#                                       # CLASS_SEED (auto, the gradebook's default; on; off) sets
+#                                       # PYTEST_GEMM_HARNESS_SEED, the seed of the harness's CuPy kernels for
+#                                       # confined students (docs/courses.md), for issue 44's A/B
 #   bash tools/gpu_session.sh course    # the course example (examples/course, 5 students) with the gradebook's
 #                                       # defaults, as its README gives it: target <= 60 s  ~1.5 min
 #   bash tools/gpu_session.sh cutlass   # CUTLASS's own mma.sync GEMMs (bench/cutlass_sm80, built beforehand and
@@ -262,8 +263,8 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
         python3 -c "import distributed; print('dask: distributed', distributed.__version__)" 2>&1 | tail -1
         sched=(--scheduler dask --compare-local)
       fi
-      # the seed of the harness's CuPy kernels for confined students, asked for by CLASS_SEED=on (A/B)
-      seed=(); [ "${CLASS_SEED:-off}" = on ] && seed=(env PYTEST_GEMM_HARNESS_SEED=on)
+      # the seed of the harness's CuPy kernels for confined students: CLASS_SEED=on or off against auto (A/B)
+      seed=(); [ -n "${CLASS_SEED:-}" ] && seed=(env "PYTEST_GEMM_HARNESS_SEED=$CLASS_SEED")
       rm -rf /tmp/gemm-class
       walled "class of $n" "${CLASS_LIMIT:-570}" "${seed[@]}" python3 tools/class_benchmark.py --students "$n" "${jobs[@]}" \
         --solo "${CLASS_SOLO:-3}" --again "${CLASS_AGAIN:-25}" --deadline "$(( ${CLASS_LIMIT:-570} - 15 ))" \

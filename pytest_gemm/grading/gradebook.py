@@ -14,9 +14,9 @@ stopped and killed, and the student is recorded as "timed out". A submission
 that crashes pytest, hangs or faults costs only its own row. ``--jobs N`` grades
 N students at once, spread over the GPUs (``classrun.py``). On a machine with no usable GPU it
 refuses to grade (exit status 2, one line why) unless ``--allow-no-gpu`` asks for the zeros.
-With ``PYTEST_GEMM_HARNESS_SEED=on`` (not yet the default), before a class graded confined, one
-trusted run compiles the harness's own CuPy kernels, which each student's kernel cache starts
-with (``harness_seed.py``; one line says whether it did).
+Before a class graded confined in more than one round (``PYTEST_GEMM_HARNESS_SEED``: auto, the
+default; on; off), trusted priming runs compile the harness's own CuPy kernels, which each
+student's kernel cache starts with (``harness_seed.py``; one line says whether they did).
 
 The pieces: ``submissions.py`` (finding them, the pytest command), ``processes.py``
 (the wall-clock limit), ``students.py`` (one student's row), ``classrun.py`` (the
@@ -207,7 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = [*extra, "--gemm-allow-no-gpu"] if args.allow_no_gpu else extra  # each run refuses otherwise
     log_dir = Path(args.logs).resolve() if args.logs else None
     gpu_probed = not (args.allow_no_gpu or args.scheduler == "dask")  # and found: the refusal above
-    with harness_seed(extra, remote=args.address, no_gpu=None if gpu_probed else no_gpu_problem) as seed_env:
+    with harness_seed(extra, remote=args.address, no_gpu=None if gpu_probed else no_gpu_problem,
+                      class_size=len(submissions), at_once=jobs) as seed_env:
         env = {**os.environ, **seed_env}
         if args.scheduler == "dask":
             grading = StudentGrading.of_class(attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,

@@ -4,23 +4,29 @@ A confined student's kernel process starts with a CuPy cache of its own, empty
 (``kernels/confine.py`` ``compile_caches``), so every student compiled again the kernels that
 pytest-gemm's checks use (filling sentinels, comparing, references): 37.4 s of a correct
 student's 81.2 s at the median, in a class of 100 on an H200 at ``805b9ae``. Before such a class
-the gradebook runs pytest-gemm's own correctness checks once on shipped reference kernels
-(``PRIMING_KERNELS``), unconfined, with ``CUPY_CACHE_DIR`` in a fresh folder of its own, and
-names that folder to the students' runs (``PYTEST_GEMM_CUPY_SEED``): each kernel's CuPy cache
-then starts as a copy of it (``kernels/cache_seed.py``). Only our code and our kernels ran in
-that run, so what it compiled is trusted; the folder is the grader's, in its temporary
-directory, and bound into no sandbox. A priming run that fails or overruns
+the gradebook runs pytest-gemm's own checks once on shipped reference kernels
+(``PRIMING_KERNELS``, one run each, side by side), unconfined, with ``CUPY_CACHE_DIR`` in a fresh
+folder of their own, and names that folder to the students' runs (``PYTEST_GEMM_CUPY_SEED``): each
+kernel's CuPy cache then starts as a copy of it (``kernels/cache_seed.py``). Only our code and our
+kernels ran in those runs, so what they compiled is trusted; the folder is the grader's, in its
+temporary directory, and bound into no sandbox. A priming run that fails or overruns
 ``PRIME_TIMEOUT_S`` leaves no seed and the class is graded as before.
 
-Not measured on a GPU yet, so it is asked for (``PYTEST_GEMM_HARNESS_SEED=on``), not the default:
-the priming run costs its own time before the first student starts, which a small class (the
-course example's five) may not win back. ``CLASS_SEED=on bash tools/gpu_session.sh class``
-measures a class with it, against the same stage without.
+The priming runs cover the full shape set and the speed check (at a small size): some CuPy
+kernels are compiled only at some shapes. Primed at the quick shapes alone (commit ``f47b585``, an
+H100), every confined student still compiled at exact 16^3, 31^3, 500x700x1 and 1x128x1 and
+coverage 17x33x65, about 3.3 s each, and the class took 405.2 s against 219.5 s unconfined.
+
+``PYTEST_GEMM_HARNESS_SEED``: ``auto`` (the default) seeds a confined class with more students
+than are graded at once (``--jobs``): a class graded in one round compiles them in every student
+at the same time, as the priming runs would before the first, so there the runs cost their own
+time and win none back; ``on`` seeds any confined class, ``off`` none.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 import sys
 import tempfile
 from pathlib import Path
@@ -31,52 +37,65 @@ from ..kernels.cache_seed import SEED_ENV
 from .gradebook_files import clip
 from .processes import run_with_limit
 
-SWITCH_ENV = "PYTEST_GEMM_HARNESS_SEED"  # on: the priming run and the seed; off or unset (the default): neither
+SWITCH_ENV = "PYTEST_GEMM_HARNESS_SEED"  # auto (the default), on or off: see the module's docstring
 DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"    # the fake GPU's test hook (checks/sandbox_child.py): nothing compiles
 PRIME_TIMEOUT_S = 120.0
-# fp32 with alpha and beta: every correctness check's kernels at fp32, alphabeta's and beta_zero's
-# included (tf32 inputs are fp32 too); fp16: those of 2-byte inputs (their guard bands and
-# comparisons), which bf16's, stored as uint16, share. Not primed: the speed and sweep checks' own
-# (verifying the timed outputs), what only bf16 uses, and anything at another GPU's architecture:
-# compiled on first use in each student's cache, as without a seed.
+# fp32 with alpha and beta: every check's kernels at fp32, alphabeta's and beta_zero's included
+# (tf32 inputs are fp32 too); fp16: those of 2-byte inputs (their guard bands and comparisons),
+# which bf16's, stored as uint16, share. Not primed: what only bf16 uses, what only a failing
+# kernel's diagnosis uses, and anything at another GPU's architecture: compiled on first use in
+# each student's cache, as without a seed.
 PRIMING_KERNELS = ("reference_kernels:regtile2d", "reference_kernels:wmma_fp16")
-PRIMING_CHECKS = "not speed and not sweep and not compile"  # -k: the compile check is NVRTC's, not CuPy's
+PRIMING_CHECKS = "not sweep and not compile"  # -k: the compile check is NVRTC's, not CuPy's
+PRIMING_SPEED_SHAPE = "256x256x256"  # the speed check's own kernels do not depend on its size
 
 
-def priming_command() -> list[str]:
-    """The priming run: our correctness checks on our kernels, unconfined, at the quick shapes (it
-    runs only where the gradebook found a GPU: ``why_no_seed``)."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--gemm-confine", "none",
-           "--gemm-shapes", "quick", "-k", PRIMING_CHECKS]
-    for spec in PRIMING_KERNELS:
-        cmd += ["--gemm-kernel", spec]
-    return cmd
+def priming_commands() -> list[list[str]]:
+    """The priming runs, one per kernel: our checks on our kernels, unconfined, at every shape of the
+    full set, the speed check at ``PRIMING_SPEED_SHAPE`` (they run only where the gradebook found a
+    GPU: ``why_no_seed``)."""
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--gemm-confine", "none",
+            "--gemm-shapes", "full", "--gemm-bench-shape", PRIMING_SPEED_SHAPE, "-k", PRIMING_CHECKS]
+    return [base + ["--gemm-kernel", spec] for spec in PRIMING_KERNELS]
 
 
 def prime(folder: Path, env: dict[str, str], timeout: float = PRIME_TIMEOUT_S) -> tuple[int, float, str | None]:
-    """Run the priming run with its CuPy cache in ``folder``/cupy: (the cache's files, its
-    seconds, why there is no seed or None). Its working folder, ``folder``/run, holds an empty
-    ini so that no course's ini around the temporary directory applies."""
+    """Run the priming runs side by side, their CuPy cache ``folder``/cupy (CuPy writes each file
+    whole, under a name of its own, then renames it: two runs may fill one cache): (the cache's
+    files, the runs' seconds, why there is no seed or None). Their working folder, ``folder``/run,
+    holds an empty ini so that no course's ini around the temporary directory applies."""
     seed, work = folder / "cupy", folder / "run"
     seed.mkdir()
     work.mkdir()
     (work / "pytest.ini").write_text("[pytest]\n")
     run_env = dict(env, CUPY_CACHE_DIR=str(seed), PYTHONDONTWRITEBYTECODE="1")
     run_env.pop("PYTEST_GEMM_LOCK_LOG", None)  # the lock log is the students' holds
-    try:
-        run = run_with_limit(priming_command(), cwd=work, timeout=timeout, env=run_env, grace=5.0)
-    except OSError as exc:
-        return 0, 0.0, f"the priming run could not start ({exc})"
+
+    def one(cmd: list[str]):
+        try:
+            return run_with_limit(cmd, cwd=work, timeout=timeout, env=run_env, grace=5.0)
+        except OSError as exc:
+            return exc
+
+    commands = priming_commands()
+    with ThreadPoolExecutor(len(commands)) as pool:
+        runs = list(pool.map(one, commands))
     files = sum(1 for p in seed.iterdir() if p.is_file())
-    if run.timed_out:
-        return files, run.elapsed_s, f"the priming run was still running after {timeout:g} s, so it was stopped"
-    if run.returncode != 0:
-        said = [line for line in run.output.splitlines() if line.strip()]
-        return files, run.elapsed_s, (f"the priming run failed (pytest exit status {run.returncode}: "
-                                      f"{clip(said[-1] if said else 'no output', 200)})")
+    seconds = max((run.elapsed_s for run in runs if not isinstance(run, OSError)), default=0.0)
+    for run in runs:
+        if isinstance(run, OSError):
+            return files, seconds, f"the priming run could not start ({run})"
+    for run in runs:
+        if run.timed_out:
+            return files, seconds, f"the priming run was still running after {timeout:g} s, so it was stopped"
+    for run in runs:
+        if run.returncode != 0:
+            said = [line for line in run.output.splitlines() if line.strip()]
+            return files, seconds, (f"the priming run failed (pytest exit status {run.returncode}: "
+                                    f"{clip(said[-1] if said else 'no output', 200)})")
     if not files:
-        return files, run.elapsed_s, "the priming run compiled nothing"
-    return files, run.elapsed_s, None
+        return files, seconds, "the priming run compiled nothing"
+    return files, seconds, None
 
 
 def students_confinement(extra_args: Sequence[str]) -> str:
@@ -91,10 +110,21 @@ def students_confinement(extra_args: Sequence[str]) -> str:
     return asked
 
 
-def seed_asked(env: dict[str, str]) -> bool | None:
-    """Whether ``PYTEST_GEMM_HARNESS_SEED`` asks for the seed (unset: no); None for a word that is
-    neither on nor off."""
-    return {"on": True, "off": False, "": False}.get(env.get(SWITCH_ENV, "").strip().lower())
+def seed_asked(env: dict[str, str]) -> str | None:
+    """What ``PYTEST_GEMM_HARNESS_SEED`` asks for: ``on``, ``off`` or ``auto`` (unset or empty:
+    auto); None for another word."""
+    word = env.get(SWITCH_ENV, "").strip().lower() or "auto"
+    return word if word in ("on", "off", "auto") else None
+
+
+def one_round(class_size: int | None, at_once: int | None) -> str | None:
+    """Why ``auto`` does not seed a class graded in one round (no more students than ``at_once``),
+    or None."""
+    if class_size is None or at_once is None or class_size > at_once:
+        return None
+    students = "its one student is" if class_size == 1 else f"its {class_size} students are"
+    return (f"{students} graded in one round ({at_once} at a time), each compiling them beside the others, "
+            f"as the priming runs would before them; {SWITCH_ENV}=on seeds anyway")
 
 
 def why_no_seed(extra_args: Sequence[str], env: dict[str, str], *, remote: str | None,
@@ -102,7 +132,8 @@ def why_no_seed(extra_args: Sequence[str], env: dict[str, str], *, remote: str |
     """Why this class gets no seed, or None. ``remote``: the Dask scheduler's address, whose
     workers may be other machines; ``no_gpu``: the GPU probe, where the gradebook has not run it."""
     if seed_asked(env) is None:
-        return f"{SWITCH_ENV}={env[SWITCH_ENV]!r} is neither on nor off; set it to on to seed, off (the default) not to"
+        return (f"{SWITCH_ENV}={env[SWITCH_ENV]!r} is none of auto, on and off; set it to auto (the default: a class "
+                "graded in more than one round), on (any confined class) or off (none)")
     try:
         level = confine.resolve(students_confinement(extra_args))
     except ValueError as exc:
@@ -119,15 +150,20 @@ def why_no_seed(extra_args: Sequence[str], env: dict[str, str], *, remote: str |
 @contextlib.contextmanager
 def harness_seed(extra_args: Sequence[str], *, remote: str | None = None,
                  no_gpu: Callable[[], str | None] | None = None, env: dict[str, str] | None = None,
+                 class_size: int | None = None, at_once: int | None = None,
                  say: Callable[[str], None] = print) -> Iterator[dict[str, str]]:
     """What the students' environment adds for this class (``PYTEST_GEMM_CUPY_SEED``, or nothing),
-    after one line on the terminal saying whether the harness's caches were seeded; the seed is
-    removed when the block ends."""
+    after one line on the terminal saying whether the harness's caches were seeded (none when
+    turned off); the seed is removed when the block ends. ``class_size``, ``at_once``: the class's
+    students and how many are graded at once, for ``auto``."""
     env = dict(os.environ if env is None else env)
-    if seed_asked(env) is False:  # not asked for (the default until measured): no run, no line
+    asked = seed_asked(env)
+    if asked == "off":  # turned off: no run, no line
         yield {}
         return
     why = why_no_seed(extra_args, env, remote=remote, no_gpu=no_gpu)
+    if why is None and asked == "auto":
+        why = one_round(class_size, at_once)
     with contextlib.ExitStack() as stack:
         if why is None:
             made = tempfile.TemporaryDirectory(prefix="pytest-gemm-seed-", ignore_cleanup_errors=True)
@@ -138,8 +174,9 @@ def harness_seed(extra_args: Sequence[str], *, remote: str | None = None,
             else:
                 why = f"its folder {folder} would be inside {inside}, which confined kernels read; set TMPDIR elsewhere"
             if why is None:
-                say(f"gradebook: harness caches seeded: {files} CuPy cache files compiled by one priming run in "
-                    f"{seconds:.1f} s, copied into each confined student's cache ({SWITCH_ENV}=on)")
+                say(f"gradebook: harness caches seeded: {files} CuPy cache files compiled by "
+                    f"{len(PRIMING_KERNELS)} priming runs side by side in {seconds:.1f} s, copied into each confined "
+                    f"student's cache ({SWITCH_ENV}={asked})")
                 yield {SEED_ENV: str(folder / "cupy")}
                 return
             why += "; each confined student compiles the harness's CuPy kernels itself, as before"
