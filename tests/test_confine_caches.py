@@ -166,6 +166,18 @@ def test_each_kernels_cupy_cache_starts_as_a_copy_of_the_seed_of_its_own(run_fol
     assert (alice / name).read_bytes() == b"poisoned by alice"
 
 
+def test_a_file_cupy_is_still_writing_in_the_seed_is_not_copied_and_a_later_process_gets_what_came_since(
+        run_folder, seed):
+    """The priming runs fill the seed beside the class: CuPy writes each file under a temporary
+    name ("tmp...") and renames it whole, so a copy never takes a half-written one."""
+    (seed / "tmpk2x9_q").write_bytes(b"half a cubin")
+    cache = Path(confine.compile_caches("carol.py")) / "cupy"
+    assert {p.name for p in cache.iterdir()} == set(SEED_FILES)
+    (seed / "tmpk2x9_q").rename(seed / "77aa.cubin")  # CuPy's os.replace once written
+    confine.compile_caches("carol.py")  # carol's next kernel process (after a fault, say)
+    assert (cache / "77aa.cubin").read_bytes() == b"half a cubin" and len(list(cache.iterdir())) == 3
+
+
 def test_with_no_seed_or_a_seed_gone_a_kernels_caches_start_empty(run_folder, monkeypatch):
     monkeypatch.setenv(cache_seed.SEED_ENV, str(run_folder / "removed-after-its-class"))
     assert not any((Path(confine.compile_caches("k.py")) / "cupy").iterdir())

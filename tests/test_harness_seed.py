@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 import fakegpu
 from pytest_gemm.checks import registry
-from pytest_gemm.grading import gradebook, harness_seed
+from pytest_gemm.grading import gradebook, harness_seed, processes
 from pytest_gemm.grading.processes import RunOutcome
 from pytest_gemm.kernels import confine
 from pytest_gemm.kernels.cache_seed import SEED_ENV
@@ -21,31 +24,39 @@ from pytest_gemm.kernels.cache_seed import SEED_ENV
 @pytest.fixture
 def book(tmp_path, monkeypatch, capsys):
     """The gradebook's ``main`` on one student, its grading stood in for: what each grading saw
-    (``graded``: the students' environment, and whether the seed it names held files then) and
-    each priming run (``primed``: its command and environment; ``outcome`` what it returns, after
-    writing ``files`` into its CuPy cache). Confined students on a machine with a GPU, unless a
+    (``graded``: the students' environment, and the files of the seed it names once the priming
+    runs have written them) and each priming run (``primed``: its command and environment;
+    ``outcome`` what it returns, after writing ``files`` into its CuPy cache; ``until_stopped``:
+    it runs until the gradebook stops it). Confined students on a machine with a GPU, unless a
     test says otherwise; no fake dispatcher; the seed asked for (``PYTEST_GEMM_HARNESS_SEED=on``)."""
     (tmp_path / "subs" / "ann").mkdir(parents=True)
     (tmp_path / "subs" / "ann" / "kernel.py").write_text("")
     monkeypatch.delenv(harness_seed.DISPATCH_ENV, raising=False)
-    monkeypatch.setenv(harness_seed.SWITCH_ENV, "on")  # asked for: the default (auto) seeds only a class of two rounds or more
+    monkeypatch.setenv(harness_seed.SWITCH_ENV, "on")  # the default (auto) seeds only a class of two rounds or more
     monkeypatch.delenv(SEED_ENV, raising=False)
     monkeypatch.setattr(confine, "resolve", lambda asked: "none" if asked == "none" else "bubblewrap")
     monkeypatch.setattr(gradebook, "no_gpu_problem", lambda: None)
-    state = {"graded": [], "primed": [], "files": 3, "outcome": RunOutcome(0, False, "30 passed in 9.1s", 9.1)}
+    state = {"graded": [], "primed": [], "files": 3, "outcome": RunOutcome(0, False, "30 passed in 9.1s", 9.1),
+             "until_stopped": False}
 
     def grade_all(submissions, **kwargs):
         env = kwargs["env"]
         seed = env.get(SEED_ENV)
+        deadline = time.monotonic() + 10
+        while seed and len(os.listdir(seed)) < state["files"] and time.monotonic() < deadline:
+            time.sleep(0.01)  # the priming runs go on beside the class: wait for what they write
         state["graded"].append((env, seed and sorted(os.listdir(seed))))
         return []
 
-    def run_with_limit(cmd, *, cwd, timeout, env, grace):
+    def run_with_limit(cmd, *, cwd, timeout, env, grace, stop):
         state["primed"].append((cmd, env))
         for i in range(state["files"]):
             Path(env["CUPY_CACHE_DIR"], f"{i:040x}.cubin").write_bytes(b"hash+cubin")
         if isinstance(state["outcome"], OSError):
             raise state["outcome"]
+        if state["until_stopped"]:
+            assert stop.wait(10)  # stopped when the class ends
+            return RunOutcome(None, True, "", 3.0)
         return state["outcome"]
 
     monkeypatch.setattr(gradebook, "grade_all", grade_all)
@@ -58,16 +69,20 @@ def book(tmp_path, monkeypatch, capsys):
     return state
 
 
+STARTED = ("gradebook: harness caches seeded as they are compiled: 2 priming runs compile them beside the first "
+           "students, and each confined student's cache starts as a copy of what they have compiled by then "
+           "(PYTEST_GEMM_HARNESS_SEED=on)")
+
+
 def test_a_confined_class_is_primed_once_and_its_students_start_from_the_seed(book):
     lines = book["main"]()
-    assert len(lines) == 1 and lines[0].startswith("gradebook: harness caches seeded: 3 CuPy cache files compiled "
-                                                   "by 2 priming runs side by side in 9.1 s"), lines
+    assert lines == [STARTED, "gradebook: harness caches: 3 CuPy cache files compiled by the priming runs in 9.1 s"]
     assert [[cmd[i + 1] for i, a in enumerate(cmd) if a == "--gemm-kernel"] for cmd, _ in book["primed"]] == \
         [[spec] for spec in harness_seed.PRIMING_KERNELS]  # one run per kernel
     for cmd, env in book["primed"]:
         assert cmd[cmd.index("--gemm-confine") + 1] == "none"  # ours only: unconfined, its cache of its own
         assert cmd[cmd.index("--gemm-shapes") + 1] == "full"  # some CuPy kernels are compiled at some shapes only
-        assert "speed" not in cmd[cmd.index("-k") + 1] and cmd[cmd.index("--gemm-bench-shape") + 1] == "256x256x256"
+        assert "not speed" in cmd[cmd.index("-k") + 1]
     [env, other] = [env for _, env in book["primed"]]
     assert env["CUPY_CACHE_DIR"] == other["CUPY_CACHE_DIR"]  # one seed, filled by both
     [(students, files)] = book["graded"]
@@ -76,21 +91,41 @@ def test_a_confined_class_is_primed_once_and_its_students_start_from_the_seed(bo
     assert not os.path.exists(env["CUPY_CACHE_DIR"])  # removed with the class
 
 
+def test_priming_runs_still_going_when_the_class_ends_are_stopped_and_the_line_says_so(book):
+    book["until_stopped"] = True
+    assert book["main"]() == [STARTED, "gradebook: harness caches: 3 CuPy cache files compiled by the priming runs; "
+                                       "the class ended before the priming runs did (3.0 s)"]
+    assert book["graded"][0][1] == [f"{i:040x}.cubin" for i in range(3)]
+
+
 @pytest.mark.parametrize("outcome, files, why", [
-    (RunOutcome(None, True, "", 125.0), 2, "the priming run was still running after 120 s, so it was stopped"),
+    (RunOutcome(None, True, "", 125.0), 2, "a priming run was still running after 120 s, so it was stopped"),
     (RunOutcome(1, False, "...\nFAILED exact-regtile2d-1x1x1\n1 failed, 29 passed in 9.0s\n", 9.0), 2,
-     "the priming run failed (pytest exit status 1: 1 failed, 29 passed in 9.0s)"),
-    (RunOutcome(0, False, "30 passed in 9.1s", 9.1), 0, "the priming run compiled nothing"),
-    (OSError(24, "Too many open files"), 0, "the priming run could not start ([Errno 24] Too many open files)"),
+     "a priming run failed (pytest exit status 1: 1 failed, 29 passed in 9.0s)"),
+    (RunOutcome(0, False, "30 passed in 9.1s", 9.1), 0, "the priming runs compiled nothing"),
+    (OSError(24, "Too many open files"), 0, "a priming run could not start ([Errno 24] Too many open files)"),
 ])
-def test_a_priming_run_that_overruns_or_fails_leaves_no_seed_and_the_class_is_graded(book, outcome, files, why):
+def test_a_priming_run_that_overruns_or_fails_is_said_after_the_class(book, outcome, files, why):
+    """What the runs compiled is ours whether or not they passed: the students got what was there."""
     book["outcome"], book["files"] = outcome, files
     lines = book["main"]()
-    assert lines == [f"gradebook: harness caches not seeded: {why}; each confined student compiles the harness's "
-                     "CuPy kernels itself, as before"]
-    [(students, _)] = book["graded"]
-    assert SEED_ENV not in students  # what it compiled before it failed is not used
+    assert lines == [STARTED, f"gradebook: harness caches: {files} CuPy cache files compiled by the priming runs; {why}"]
+    [(students, seen)] = book["graded"]
+    assert len(seen) == files
     assert len(book["primed"]) == 2 and not os.path.exists(book["primed"][0][1]["CUPY_CACHE_DIR"])
+
+
+def test_a_run_is_stopped_when_asked_and_its_tree_with_it(tmp_path):
+    """run_with_limit's ``stop``: how the gradebook ends the priming runs when the class is done."""
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    started = time.monotonic()
+    run = processes.run_with_limit([sys.executable, "-c", "import time; time.sleep(60)"], cwd=tmp_path,
+                                   timeout=60, grace=1.0, stop=stop)
+    assert run.timed_out and run.returncode is None and time.monotonic() - started < 5
+    done = processes.run_with_limit([sys.executable, "-c", "print('done')"], cwd=tmp_path, timeout=60,
+                                    stop=threading.Event())
+    assert (done.returncode, done.timed_out, done.output.strip()) == (0, False, "done")
 
 
 def test_turned_off_there_is_no_priming_run_and_no_line(book, monkeypatch):
@@ -114,7 +149,7 @@ def test_by_default_a_class_of_one_round_is_not_primed_and_one_of_two_rounds_is(
     for name in ("bob", "cy"):
         (tmp_path / "subs" / name).mkdir()
         (tmp_path / "subs" / name / "kernel.py").write_text("")
-    assert book["main"]("--jobs", "2")[0].startswith("gradebook: harness caches seeded: 3 CuPy cache files compiled ")
+    assert book["main"]("--jobs", "2")[0] == STARTED.replace("=on", "=" + (switch or "auto"))
     assert len(book["primed"]) == 2 and book["graded"][1][0][SEED_ENV]
     assert book["main"]("--jobs", "3")[0].startswith("gradebook: harness caches not seeded: its 3 students are graded "
                                                      "in one round (3 at a time)")
@@ -158,9 +193,9 @@ def test_what_the_students_confinement_is_and_a_remote_dask_cluster_is_not_prime
     assert why == "the Dask workers of tcp://head:8786 may be other machines, with CuPy caches of their own"
 
 
-def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_on_both_kernels(tmp_path):
+def test_the_priming_runs_run_every_correctness_check_at_every_shape_on_both_kernels(tmp_path):
     """The commands themselves, on the fake GPU (no compile there, so no seed): every check of the
-    fp32 and the fp16 kernel ran but the sweep and the compile check, the exact check at every
+    fp32 and the fp16 kernel ran but the speed, sweep and compile checks, the exact check at every
     shape of the full set (primed at the quick shapes only, confined students still compiled at
     16^3, 31^3, 500x700x1, 1x128x1 on the H100 at f47b585)."""
     log = tmp_path / "checks.log"
@@ -168,7 +203,7 @@ def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_o
     folder = tmp_path / "seed"
     folder.mkdir()
     files, seconds, why = harness_seed.prime(folder, env, timeout=120)
-    assert (files, why) == (0, "the priming run compiled nothing"), why
+    assert (files, why) == (0, "the priming runs compiled nothing"), why
     ran: dict[str, list[str]] = {}
     for line in log.read_text().splitlines():
         kernel, check = line.split()[:2]
@@ -176,12 +211,12 @@ def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_o
     import reference_kernels
     from pytest_gemm.checks import cases
 
-    def expected(kernel) -> set[str]:  # every check that applies to it but the two left out
-        return {"prepare"} | {c.name for c in registry.CHECKS if c.name not in ("sweep", "compile")
+    def expected(kernel) -> set[str]:  # every check that applies to it but the three left out
+        return {"prepare"} | {c.name for c in registry.CHECKS if c.name not in ("speed", "sweep", "compile")
                               and (c.applies is None or c.applies(kernel))}
     assert {k: set(v) for k, v in ran.items()} == {"regtile2d": expected(reference_kernels.regtile2d),
                                                   "wmma-fp16": expected(reference_kernels.wmma_fp16)}, ran
-    assert {"alphabeta", "beta_zero", "speed"} <= set(ran["regtile2d"])  # the fp32 kernel takes alpha and beta
+    assert {"alphabeta", "beta_zero"} <= set(ran["regtile2d"])  # the fp32 kernel takes alpha and beta
     assert ran["regtile2d"].count("exact") == len(cases.EXACT_SHAPES)  # the full set, not the quick one
 
 
@@ -200,7 +235,7 @@ def test_the_students_of_this_machines_dask_cluster_are_named_the_seed(book, mon
         return []
 
     monkeypatch.setattr(gradebook, "grade_class", grade_class)
-    assert len(book["main"]("--scheduler", "dask")) == 1
+    assert book["main"]("--scheduler", "dask")[0] == STARTED
     assert envs[0][SEED_ENV] == book["primed"][0][1]["CUPY_CACHE_DIR"]
     monkeypatch.setattr(dask_scheduler, "connect", lambda address, jobs: contextlib.nullcontext(None))
     monkeypatch.setattr(dask_scheduler, "check_workers", lambda *args: {"worker": 2.0})

@@ -3,99 +3,120 @@
 A confined student's kernel process starts with a CuPy cache of its own, empty
 (``kernels/confine.py`` ``compile_caches``), so every student compiled again the kernels that
 pytest-gemm's checks use (filling sentinels, comparing, references): 37.4 s of a correct
-student's 81.2 s at the median, in a class of 100 on an H200 at ``805b9ae``. Before such a class
-the gradebook runs pytest-gemm's own checks once on shipped reference kernels
+student's 81.2 s at the median, in a class of 100 on an H200 at ``805b9ae``. As such a class
+starts, the gradebook runs pytest-gemm's own correctness checks on shipped reference kernels
 (``PRIMING_KERNELS``, one run each, side by side), unconfined, with ``CUPY_CACHE_DIR`` in a fresh
-folder of their own, and names that folder to the students' runs (``PYTEST_GEMM_CUPY_SEED``): each
-kernel's CuPy cache then starts as a copy of it (``kernels/cache_seed.py``). Only our code and our
-kernels ran in those runs, so what they compiled is trusted; the folder is the grader's, in its
-temporary directory, and bound into no sandbox. A priming run that fails or overruns
-``PRIME_TIMEOUT_S`` leaves no seed and the class is graded as before.
+folder of their own, and names that folder to the students' runs (``PYTEST_GEMM_CUPY_SEED``):
+each kernel's CuPy cache starts as a copy of what it holds then (``kernels/cache_seed.py``). Only
+our code and our kernels ran in those runs, so what they compiled is trusted, whether they pass
+or not; the folder is the grader's, in its temporary directory, and bound into no sandbox.
 
-The priming runs cover the full shape set and the speed check (at a small size): some CuPy
-kernels are compiled only at some shapes. Primed at the quick shapes alone (commit ``f47b585``, an
-H100), every confined student still compiled at exact 16^3, 31^3, 500x700x1 and 1x128x1 and
-coverage 17x33x65, about 3.3 s each, and the class took 405.2 s against 219.5 s unconfined.
+The runs go beside the first students, not before them: the first round compiles for itself, as
+the first unconfined students do for the machine's shared cache, and every later student starts
+from the seed. Run before the class (commit ``cb1ae07``, an H100) they took 65.7 s of its wall time.
+They cover the full shape set: some CuPy kernels are compiled only at some shapes. Primed at the
+quick shapes alone (commit ``f47b585``, an H100), every confined student still compiled at exact
+16^3, 31^3, 500x700x1 and 1x128x1 and coverage 17x33x65, about 3.3 s each, and the class took
+405.2 s against 219.5 s unconfined. Runs still going when the class ends, or past
+``PRIME_TIMEOUT_S``, are stopped; one line after the class says what they compiled.
 
 ``PYTEST_GEMM_HARNESS_SEED``: ``auto`` (the default) seeds a confined class with more students
 than are graded at once (``--jobs``): a class graded in one round compiles them in every student
-at the same time, as the priming runs would before the first, so there the runs cost their own
-time and win none back; ``on`` seeds any confined class, ``off`` none.
+at the same time, so there the runs would only compete with it; ``on`` seeds any confined class,
+``off`` none.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-from concurrent.futures import ThreadPoolExecutor
 import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from ..kernels import confine
 from ..kernels.cache_seed import SEED_ENV
 from .gradebook_files import clip
-from .processes import run_with_limit
+from .processes import RunOutcome, run_with_limit
 
 SWITCH_ENV = "PYTEST_GEMM_HARNESS_SEED"  # auto (the default), on or off: see the module's docstring
 DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"    # the fake GPU's test hook (checks/sandbox_child.py): nothing compiles
 PRIME_TIMEOUT_S = 120.0
-# fp32 with alpha and beta: every check's kernels at fp32, alphabeta's and beta_zero's included
-# (tf32 inputs are fp32 too); fp16: those of 2-byte inputs (their guard bands and comparisons),
-# which bf16's, stored as uint16, share. Not primed: what only bf16 uses, what only a failing
-# kernel's diagnosis uses, and anything at another GPU's architecture: compiled on first use in
-# each student's cache, as without a seed.
+# fp32 with alpha and beta: every correctness check's kernels at fp32, alphabeta's and beta_zero's
+# included (tf32 inputs are fp32 too); fp16: those of 2-byte inputs (their guard bands and
+# comparisons), which bf16's, stored as uint16, share. Not primed: the speed and sweep checks'
+# own (in the class at f47b585 the speed checks' holds took as long with the seed as without),
+# what only bf16 uses, what only a failing kernel's diagnosis uses, and anything at another GPU's
+# architecture: compiled on first use in each student's cache, as without a seed.
 PRIMING_KERNELS = ("reference_kernels:regtile2d", "reference_kernels:wmma_fp16")
-PRIMING_CHECKS = "not sweep and not compile"  # -k: the compile check is NVRTC's, not CuPy's
-PRIMING_SPEED_SHAPE = "256x256x256"  # the speed check's own kernels do not depend on its size
+PRIMING_CHECKS = "not speed and not sweep and not compile"  # -k: the compile check is NVRTC's, not CuPy's
 
 
 def priming_commands() -> list[list[str]]:
-    """The priming runs, one per kernel: our checks on our kernels, unconfined, at every shape of the
-    full set, the speed check at ``PRIMING_SPEED_SHAPE`` (they run only where the gradebook found a
-    GPU: ``why_no_seed``)."""
+    """The priming runs, one per kernel: our correctness checks on our kernels, unconfined, at every
+    shape of the full set (they run only where the gradebook found a GPU: ``why_no_seed``)."""
     base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--gemm-confine", "none",
-            "--gemm-shapes", "full", "--gemm-bench-shape", PRIMING_SPEED_SHAPE, "-k", PRIMING_CHECKS]
+            "--gemm-shapes", "full", "-k", PRIMING_CHECKS]
     return [base + ["--gemm-kernel", spec] for spec in PRIMING_KERNELS]
 
 
+class Priming:
+    """The priming runs, started side by side in the background, their CuPy cache ``folder``/cupy
+    (``seed``): CuPy writes each file whole under a temporary name, then renames it, so two runs
+    may fill one cache and a student's copy never takes a half-written file. Their working folder,
+    ``folder``/run, holds an empty ini so that no course's ini around the temporary directory applies."""
+
+    def __init__(self, folder: Path, env: dict[str, str], timeout: float = PRIME_TIMEOUT_S):
+        self.seed, work = folder / "cupy", folder / "run"
+        self.seed.mkdir()
+        work.mkdir()
+        (work / "pytest.ini").write_text("[pytest]\n")
+        run_env = dict(env, CUPY_CACHE_DIR=str(self.seed), PYTHONDONTWRITEBYTECODE="1")
+        run_env.pop("PYTEST_GEMM_LOCK_LOG", None)  # the lock log is the students' holds
+        self.timeout, self.stop = timeout, threading.Event()
+
+        def one(cmd: list[str]) -> RunOutcome | OSError:
+            try:
+                return run_with_limit(cmd, cwd=work, timeout=timeout, env=run_env, grace=5.0, stop=self.stop)
+            except OSError as exc:
+                return exc
+
+        commands = priming_commands()
+        self._pool = ThreadPoolExecutor(len(commands))
+        self._runs = [self._pool.submit(one, cmd) for cmd in commands]
+
+    def finish(self, stop: bool = True) -> tuple[int, float, str | None]:
+        """Wait for the runs (``stop``: stop those still running first): (the cache's files, the
+        runs' seconds, what went wrong or None)."""
+        if stop:
+            self.stop.set()
+        runs = [run.result() for run in self._runs]
+        self._pool.shutdown()
+        files = sum(1 for p in self.seed.iterdir() if p.is_file())
+        seconds = max((run.elapsed_s for run in runs if not isinstance(run, OSError)), default=0.0)
+        for run in runs:
+            if isinstance(run, OSError):
+                return files, seconds, f"a priming run could not start ({run})"
+        for run in runs:
+            if run.timed_out:
+                if seconds < self.timeout and self.stop.is_set():
+                    return files, seconds, f"the class ended before the priming runs did ({seconds:.1f} s)"
+                return files, seconds, f"a priming run was still running after {self.timeout:g} s, so it was stopped"
+        for run in runs:
+            if run.returncode != 0:
+                said = [line for line in run.output.splitlines() if line.strip()]
+                return files, seconds, (f"a priming run failed (pytest exit status {run.returncode}: "
+                                        f"{clip(said[-1] if said else 'no output', 200)})")
+        if not files:
+            return files, seconds, "the priming runs compiled nothing"
+        return files, seconds, None
+
+
 def prime(folder: Path, env: dict[str, str], timeout: float = PRIME_TIMEOUT_S) -> tuple[int, float, str | None]:
-    """Run the priming runs side by side, their CuPy cache ``folder``/cupy (CuPy writes each file
-    whole, under a name of its own, then renames it: two runs may fill one cache): (the cache's
-    files, the runs' seconds, why there is no seed or None). Their working folder, ``folder``/run,
-    holds an empty ini so that no course's ini around the temporary directory applies."""
-    seed, work = folder / "cupy", folder / "run"
-    seed.mkdir()
-    work.mkdir()
-    (work / "pytest.ini").write_text("[pytest]\n")
-    run_env = dict(env, CUPY_CACHE_DIR=str(seed), PYTHONDONTWRITEBYTECODE="1")
-    run_env.pop("PYTEST_GEMM_LOCK_LOG", None)  # the lock log is the students' holds
-
-    def one(cmd: list[str]):
-        try:
-            return run_with_limit(cmd, cwd=work, timeout=timeout, env=run_env, grace=5.0)
-        except OSError as exc:
-            return exc
-
-    commands = priming_commands()
-    with ThreadPoolExecutor(len(commands)) as pool:
-        runs = list(pool.map(one, commands))
-    files = sum(1 for p in seed.iterdir() if p.is_file())
-    seconds = max((run.elapsed_s for run in runs if not isinstance(run, OSError)), default=0.0)
-    for run in runs:
-        if isinstance(run, OSError):
-            return files, seconds, f"the priming run could not start ({run})"
-    for run in runs:
-        if run.timed_out:
-            return files, seconds, f"the priming run was still running after {timeout:g} s, so it was stopped"
-    for run in runs:
-        if run.returncode != 0:
-            said = [line for line in run.output.splitlines() if line.strip()]
-            return files, seconds, (f"the priming run failed (pytest exit status {run.returncode}: "
-                                    f"{clip(said[-1] if said else 'no output', 200)})")
-    if not files:
-        return files, seconds, "the priming run compiled nothing"
-    return files, seconds, None
+    """The priming runs to their end: (the cache's files, their seconds, what went wrong or None)."""
+    return Priming(folder, env, timeout).finish(stop=False)
 
 
 def students_confinement(extra_args: Sequence[str]) -> str:
@@ -170,16 +191,19 @@ def harness_seed(extra_args: Sequence[str], *, remote: str | None = None,
             folder = Path(stack.enter_context(made))
             inside = confine.exposed_lock_dir(str(folder))  # the GPU lock folder's rule: in nothing a sandbox reads
             if inside is None:
-                files, seconds, why = prime(folder, env)
-            else:
-                why = f"its folder {folder} would be inside {inside}, which confined kernels read; set TMPDIR elsewhere"
-            if why is None:
-                say(f"gradebook: harness caches seeded: {files} CuPy cache files compiled by "
-                    f"{len(PRIMING_KERNELS)} priming runs side by side in {seconds:.1f} s, copied into each confined "
-                    f"student's cache ({SWITCH_ENV}={asked})")
-                yield {SEED_ENV: str(folder / "cupy")}
+                priming = Priming(folder, env)
+                say(f"gradebook: harness caches seeded as they are compiled: {len(PRIMING_KERNELS)} priming runs "
+                    "compile them beside the first students, and each confined student's cache starts as a copy of "
+                    f"what they have compiled by then ({SWITCH_ENV}={asked})")
+                try:
+                    yield {SEED_ENV: str(priming.seed)}
+                finally:
+                    files, seconds, wrong = priming.finish()
+                    say(f"gradebook: harness caches: {files} CuPy cache files compiled by the priming runs"
+                        + (f" in {seconds:.1f} s" if wrong is None else f"; {wrong}"))
                 return
-            why += "; each confined student compiles the harness's CuPy kernels itself, as before"
-            stack.close()  # the failed run's folder, before the class
+            why = (f"its folder {folder} would be inside {inside}, which confined kernels read; set TMPDIR elsewhere"
+                   "; each confined student compiles the harness's CuPy kernels itself, as before")
+            stack.close()
         say(f"gradebook: harness caches not seeded: {why}")
         yield {}

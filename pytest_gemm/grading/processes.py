@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -110,17 +111,31 @@ def kill_tree(proc: subprocess.Popen[Any]) -> None:
     proc.wait()
 
 
+def _wait(proc: subprocess.Popen[Any], deadline: float, stop: threading.Event | None) -> int:
+    """``proc``'s exit status; TimeoutExpired past ``deadline`` (time.monotonic) or once ``stop`` is set."""
+    if stop is None:
+        return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    while not stop.is_set():
+        try:
+            return proc.wait(timeout=max(0.0, min(0.2, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+    raise subprocess.TimeoutExpired(proc.args, 0)
+
+
 def run_with_limit(cmd: Sequence[str], *, cwd: Any, timeout: float, env: dict[str, str] | None = None,
-                   grace: float = INTERRUPT_GRACE_S) -> RunOutcome:
-    """Run ``cmd`` in its own session; past ``timeout`` seconds interrupt it (SIGINT), give it
-    ``grace`` seconds to write its results, then kill its whole tree."""
+                   grace: float = INTERRUPT_GRACE_S, stop: threading.Event | None = None) -> RunOutcome:
+    """Run ``cmd`` in its own session; past ``timeout`` seconds, or once ``stop`` is set, interrupt
+    it (SIGINT), give it ``grace`` seconds to write its results, then kill its whole tree (the
+    outcome says ``timed_out`` either way)."""
     start = time.monotonic()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         timed_out = False
         try:
-            returncode: int | None = proc.wait(timeout=timeout)
+            returncode: int | None = _wait(proc, start + timeout, stop)
         except subprocess.TimeoutExpired:
             timed_out, returncode = True, None
             tree = _started([proc.pid] + _descendants(proc.pid))  # before they can be orphaned

@@ -32,6 +32,8 @@ def seed_cupy_cache(into: Path) -> int:
             target = into / entry.name
             if not entry.is_file(follow_symlinks=False) or os.path.lexists(target):
                 continue  # already there: copied for an earlier process of this kernel, or its own
+            if entry.name.startswith("tmp"):
+                continue  # CuPy writing a file under its temporary name (the priming runs go on beside the class)
             fd, temp = tempfile.mkstemp(dir=into, prefix=".seed-")
             try:
                 with os.fdopen(fd, "wb") as out, open(entry.path, "rb") as source:
