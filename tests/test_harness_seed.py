@@ -19,6 +19,7 @@ from pytest_gemm.grading import gradebook, harness_seed, processes
 from pytest_gemm.grading.processes import RunOutcome
 from pytest_gemm.kernels import confine
 from pytest_gemm.kernels.cache_seed import SEED_ENV
+from pytest_gemm.measure.run_cache import CACHE_ENV
 
 
 @pytest.fixture
@@ -82,7 +83,8 @@ def test_a_confined_class_is_primed_once_and_its_students_start_from_the_seed(bo
     for cmd, env in book["primed"]:
         assert cmd[cmd.index("--gemm-confine") + 1] == "none"  # ours only: unconfined, its cache of its own
         assert cmd[cmd.index("--gemm-shapes") + 1] == "full"  # some CuPy kernels are compiled at some shapes only
-        assert "not speed" in cmd[cmd.index("-k") + 1]
+        assert "speed" not in cmd[cmd.index("-k") + 1] and cmd[cmd.index("--gemm-bench-shape") + 1] == "256x256x256"
+        assert env[CACHE_ENV] == book["graded"][0][0][CACHE_ENV]  # the class's roofs: measured once
     [env, other] = [env for _, env in book["primed"]]
     assert env["CUPY_CACHE_DIR"] == other["CUPY_CACHE_DIR"]  # one seed, filled by both
     [(students, files)] = book["graded"]
@@ -193,9 +195,9 @@ def test_what_the_students_confinement_is_and_a_remote_dask_cluster_is_not_prime
     assert why == "the Dask workers of tcp://head:8786 may be other machines, with CuPy caches of their own"
 
 
-def test_the_priming_runs_run_every_correctness_check_at_every_shape_on_both_kernels(tmp_path):
+def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_on_both_kernels(tmp_path):
     """The commands themselves, on the fake GPU (no compile there, so no seed): every check of the
-    fp32 and the fp16 kernel ran but the speed, sweep and compile checks, the exact check at every
+    fp32 and the fp16 kernel ran but the sweep and compile checks, the exact check at every
     shape of the full set (primed at the quick shapes only, confined students still compiled at
     16^3, 31^3, 500x700x1, 1x128x1 on the H100 at f47b585)."""
     log = tmp_path / "checks.log"
@@ -211,12 +213,12 @@ def test_the_priming_runs_run_every_correctness_check_at_every_shape_on_both_ker
     import reference_kernels
     from pytest_gemm.checks import cases
 
-    def expected(kernel) -> set[str]:  # every check that applies to it but the three left out
-        return {"prepare"} | {c.name for c in registry.CHECKS if c.name not in ("speed", "sweep", "compile")
+    def expected(kernel) -> set[str]:  # every check that applies to it but the two left out
+        return {"prepare"} | {c.name for c in registry.CHECKS if c.name not in ("sweep", "compile")
                               and (c.applies is None or c.applies(kernel))}
     assert {k: set(v) for k, v in ran.items()} == {"regtile2d": expected(reference_kernels.regtile2d),
                                                   "wmma-fp16": expected(reference_kernels.wmma_fp16)}, ran
-    assert {"alphabeta", "beta_zero"} <= set(ran["regtile2d"])  # the fp32 kernel takes alpha and beta
+    assert {"alphabeta", "beta_zero", "speed"} <= set(ran["regtile2d"])  # the fp32 kernel takes alpha and beta
     assert ran["regtile2d"].count("exact") == len(cases.EXACT_SHAPES)  # the full set, not the quick one
 
 

@@ -97,7 +97,7 @@ def _visible_gpus() -> list[str]:
 
 
 @contextlib.contextmanager
-def _measurement_env(env: dict[str, str] | None, share: bool) -> Iterator[dict[str, str]]:
+def measurement_env(env: dict[str, str] | None, share: bool) -> Iterator[dict[str, str]]:
     """The students' environment: with ``share``, naming a folder of this class's own for the
     measurements its runs share (removed afterwards), unless one is named already."""
     base = dict(os.environ if env is None else env)
@@ -115,7 +115,7 @@ def class_env(env: dict[str, str] | None, share: bool, jobs: int) -> Iterator[di
     """The environment of a class's students graded ``jobs`` at a time on this machine: ``env``
     (default: this process's) with the class's measurement folder (``share``) and each
     student's share of the CPU cores (``thread_limits``)."""
-    with _measurement_env(env, share) as base:
+    with measurement_env(env, share) as base:
         base.update(thread_limits(base, jobs, cpu_cores()))
         yield base
 

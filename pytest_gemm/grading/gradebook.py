@@ -40,7 +40,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from .classrun import StudentGrading, cpu_cores, default_jobs, grade_all
+from .classrun import StudentGrading, cpu_cores, default_jobs, grade_all, measurement_env
 from .gradebook_files import check_columns, clip, confinements, summary_table, write_csv, write_json
 from .config import GradingConfig
 from .students import DEFAULT_TIMEOUT, StudentResult, load_grading_config
@@ -207,9 +207,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = [*extra, "--gemm-allow-no-gpu"] if args.allow_no_gpu else extra  # each run refuses otherwise
     log_dir = Path(args.logs).resolve() if args.logs else None
     gpu_probed = not (args.allow_no_gpu or args.scheduler == "dask")  # and found: the refusal above
-    with harness_seed(extra, remote=args.address, no_gpu=None if gpu_probed else no_gpu_problem,
-                      class_size=len(submissions), at_once=jobs) as seed_env:
-        env = {**os.environ, **seed_env}
+    # The class's shared measurements (the roofs, cuBLAS) are named before the harness's priming
+    # runs start, so that the roofs their speed checks measure are the class's, not measured again
+    with measurement_env(None, not args.measure_each) as measured, \
+            harness_seed(extra, remote=args.address, no_gpu=None if gpu_probed else no_gpu_problem, env=measured,
+                         class_size=len(submissions), at_once=jobs) as seed_env:
+        env = {**measured, **seed_env}
         if args.scheduler == "dask":
             grading = StudentGrading.of_class(attr=args.attr, timeout=args.timeout, check_timeout=args.check_timeout,
                                               ini=ini, extra_args=extra, log_dir=log_dir)

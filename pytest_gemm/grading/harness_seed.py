@@ -4,7 +4,7 @@ A confined student's kernel process starts with a CuPy cache of its own, empty
 (``kernels/confine.py`` ``compile_caches``), so every student compiled again the kernels that
 pytest-gemm's checks use (filling sentinels, comparing, references): 37.4 s of a correct
 student's 81.2 s at the median, in a class of 100 on an H200 at ``805b9ae``. As such a class
-starts, the gradebook runs pytest-gemm's own correctness checks on shipped reference kernels
+starts, the gradebook runs pytest-gemm's own checks on shipped reference kernels
 (``PRIMING_KERNELS``, one run each, side by side), unconfined, with ``CUPY_CACHE_DIR`` in a fresh
 folder of their own, and names that folder to the students' runs (``PYTEST_GEMM_CUPY_SEED``):
 each kernel's CuPy cache starts as a copy of what it holds then (``kernels/cache_seed.py``). Only
@@ -44,21 +44,26 @@ from .processes import RunOutcome, run_with_limit
 SWITCH_ENV = "PYTEST_GEMM_HARNESS_SEED"  # auto (the default), on or off: see the module's docstring
 DISPATCH_ENV = "PYTEST_GEMM_DISPATCH"    # the fake GPU's test hook (checks/sandbox_child.py): nothing compiles
 PRIME_TIMEOUT_S = 120.0
-# fp32 with alpha and beta: every correctness check's kernels at fp32, alphabeta's and beta_zero's
-# included (tf32 inputs are fp32 too); fp16: those of 2-byte inputs (their guard bands and
-# comparisons), which bf16's, stored as uint16, share. Not primed: the speed and sweep checks'
-# own (in the class at f47b585 the speed checks' holds took as long with the seed as without),
-# what only bf16 uses, what only a failing kernel's diagnosis uses, and anything at another GPU's
-# architecture: compiled on first use in each student's cache, as without a seed.
+# fp32 with alpha and beta: every check's kernels at fp32, alphabeta's and beta_zero's included
+# (tf32 inputs are fp32 too); fp16: those of 2-byte inputs (their guard bands and comparisons),
+# which bf16's, stored as uint16, share. The speed check's own, at a size of its own (they do not
+# depend on it): left out at e38e841 (an H100), the confined students' timed holds took 1.66 s at
+# the median against 1.29 s unconfined, while the GPU waited for each; primed at cb1ae07, 1.26 s
+# against 1.22 s. Not primed: the sweep's, what only bf16 uses, what only a failing kernel's
+# diagnosis uses, and anything at another GPU's architecture: compiled on first use in each
+# student's cache, as without a seed.
 PRIMING_KERNELS = ("reference_kernels:regtile2d", "reference_kernels:wmma_fp16")
-PRIMING_CHECKS = "not speed and not sweep and not compile"  # -k: the compile check is NVRTC's, not CuPy's
+PRIMING_CHECKS = "not sweep and not compile"  # -k: the compile check is NVRTC's, not CuPy's
+PRIMING_SPEED_SHAPE = "256x256x256"
 
 
 def priming_commands() -> list[list[str]]:
-    """The priming runs, one per kernel: our correctness checks on our kernels, unconfined, at every
-    shape of the full set (they run only where the gradebook found a GPU: ``why_no_seed``)."""
+    """The priming runs, one per kernel: our checks on our kernels, unconfined, at every shape of the
+    full set, the speed check at ``PRIMING_SPEED_SHAPE`` (they run only where the gradebook found a
+    GPU: ``why_no_seed``). The roofs their speed checks need are the class's shared measurements,
+    where the gradebook names them (``PYTEST_GEMM_MEASURE_CACHE``): measured once for the class."""
     base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--gemm-confine", "none",
-            "--gemm-shapes", "full", "-k", PRIMING_CHECKS]
+            "--gemm-shapes", "full", "--gemm-bench-shape", PRIMING_SPEED_SHAPE, "-k", PRIMING_CHECKS]
     return [base + ["--gemm-kernel", spec] for spec in PRIMING_KERNELS]
 
 
