@@ -14,9 +14,10 @@ stopped and killed, and the student is recorded as "timed out". A submission
 that crashes pytest, hangs or faults costs only its own row. ``--jobs N`` grades
 N students at once, spread over the GPUs (``classrun.py``). On a machine with no usable GPU it
 refuses to grade (exit status 2, one line why) unless ``--allow-no-gpu`` asks for the zeros.
-Before a class graded confined in more than one round (``PYTEST_GEMM_HARNESS_SEED``: auto, the
-default; on; off), trusted priming runs compile the harness's own CuPy kernels, which each
-student's kernel cache starts with (``harness_seed.py``; one line says whether they did).
+Beside a class graded confined in more than one round (``PYTEST_GEMM_HARNESS_SEED``: auto, the
+default; on; off), trusted priming runs compile the harness's own CuPy kernels, and each
+student's kernel cache starts with what they have compiled by then (``harness_seed.py``; one
+line before the class says whether they run, one after it what they compiled).
 
 The pieces: ``submissions.py`` (finding them, the pytest command), ``processes.py``
 (the wall-clock limit), ``students.py`` (one student's row), ``classrun.py`` (the
