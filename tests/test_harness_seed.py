@@ -205,7 +205,7 @@ def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_o
     env = fakegpu.env(tmp_path, PYTEST_ADDOPTS="-p fakegpu", FAKEGPU_LOG=str(log))
     folder = tmp_path / "seed"
     folder.mkdir()
-    files, seconds, why = harness_seed.prime(folder, env, timeout=120)
+    files, seconds, why = harness_seed.Priming(folder, env, timeout=120).finish(stop=False)  # to their end
     assert (files, why) == (0, "the priming runs compiled nothing"), why
     ran: dict[str, list[str]] = {}
     for line in log.read_text().splitlines():

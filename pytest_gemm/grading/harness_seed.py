@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from ..kernels import confine
-from ..kernels.cache_seed import SEED_ENV
+from ..kernels.cache_seed import SEED_ENV, still_written
 from .gradebook_files import clip
 from .processes import RunOutcome, run_with_limit
 
@@ -99,7 +99,7 @@ class Priming:
             self.stop.set()
         runs = [run.result() for run in self._runs]
         self._pool.shutdown()
-        files = sum(1 for p in self.seed.iterdir() if p.is_file() and not p.name.startswith("tmp"))
+        files = sum(1 for p in self.seed.iterdir() if p.is_file() and not still_written(p.name))
         seconds = max((run.elapsed_s for run in runs if not isinstance(run, OSError)), default=0.0)
         for run in runs:
             if isinstance(run, OSError):
@@ -117,11 +117,6 @@ class Priming:
         if not files:
             return files, seconds, "the priming runs compiled nothing"
         return files, seconds, None
-
-
-def prime(folder: Path, env: dict[str, str], timeout: float = PRIME_TIMEOUT_S) -> tuple[int, float, str | None]:
-    """The priming runs to their end: (the cache's files, their seconds, what went wrong or None)."""
-    return Priming(folder, env, timeout).finish(stop=False)
 
 
 def students_confinement(extra_args: Sequence[str]) -> str:

@@ -17,6 +17,12 @@ from pathlib import Path
 SEED_ENV = "PYTEST_GEMM_CUPY_SEED"
 
 
+def still_written(name: str) -> bool:
+    """A file CuPy is still writing: it writes each cache file under a temporary name
+    (``tempfile``'s "tmp...") and renames it whole (the priming runs fill the seed beside the class)."""
+    return name.startswith("tmp")
+
+
 def seed_cupy_cache(into: Path) -> int:
     """Copy each file of the seed (``PYTEST_GEMM_CUPY_SEED``; none named or gone: nothing) that
     ``into`` lacks; returns how many. Each copy is readable by all (0644): CuPy writes its cache
@@ -32,8 +38,8 @@ def seed_cupy_cache(into: Path) -> int:
             target = into / entry.name
             if not entry.is_file(follow_symlinks=False) or os.path.lexists(target):
                 continue  # already there: copied for an earlier process of this kernel, or its own
-            if entry.name.startswith("tmp"):
-                continue  # CuPy writing a file under its temporary name (the priming runs go on beside the class)
+            if still_written(entry.name):
+                continue
             fd, temp = tempfile.mkstemp(dir=into, prefix=".seed-")
             try:
                 with os.fdopen(fd, "wb") as out, open(entry.path, "rb") as source:
