@@ -120,6 +120,46 @@ def test_a_kernel_that_faults_in_every_check_runs_three_then_the_rest_are_not_ru
     result.assert_outcomes(failed=collected, skipped=2)
 
 
+MEASURE_SPY = """
+import os
+
+import pytest_gemm.checks.sandbox as sandbox  # bound first: the children stay the fake GPU's, unconfined
+from pytest_gemm.checks import sandbox_confine
+from pytest_gemm.measure import trusted_measures
+
+
+def pytest_configure(config):
+    # The judging process believes its kernels confined, so it measures for their speed checks.
+    sandbox_confine.confines = lambda spec: True
+    sandbox.confined_command = lambda cmd, spec, rootdir, env: (cmd, {}, env)
+
+    def spy(precision, shape, options):
+        with open(os.environ["MEASURE_SPY_LOG"], "a") as log:
+            log.write("x".join(map(str, shape)) + "\\n")
+        return True
+
+    trusted_measures.measure_for_confined = spy
+"""
+
+
+def test_a_confined_kernel_that_is_cut_off_asks_for_no_measurement_of_the_roofs(fake, monkeypatch):
+    """The roofs a confined speed check reads are measured, holding the GPU alone, only for a check
+    that runs: measured before the cut-off, a class's faulting students each queued for the GPU
+    alone at its start, behind the hanging students' marks."""
+    (fake.path / "measure_spy.py").write_text(MEASURE_SPY)
+    log = fake.path / "measures.log"
+    monkeypatch.setenv("MEASURE_SPY_LOG", str(log))
+    args = ("-p", "measure_spy", "-k", "launch or exact or speed", "--gemm-shapes", "quick")
+    _, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:fault", *args)
+    speed = [c for c in kernels["fault"]["checks"] if c["check"] == "speed"]
+    assert speed and all("not run" in c["message"] for c in speed)
+    assert not log.exists()  # cut off: nothing measured for it
+    _, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:ok", *args)
+    speed = [c for c in kernels["ok"]["checks"] if c["check"] == "speed"]
+    assert speed and all(c["outcome"] == "passed" for c in speed)
+    assert log.read_text().split() == ["x".join(map(str, c["shape"])) for c in speed]  # the spy is live
+
+
 def test_a_kernel_that_faults_only_at_some_shapes_earns_every_check_it_passes(fake, monkeypatch):
     monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
     result, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:fault_m1")
