@@ -160,6 +160,34 @@ def test_a_confined_kernel_that_is_cut_off_asks_for_no_measurement_of_the_roofs(
     assert log.read_text().split() == ["x".join(map(str, c["shape"])) for c in speed]  # the spy is live
 
 
+RESEED_SPY = """
+import os
+
+import pytest_gemm.checks.sandbox as sandbox
+
+
+def pytest_configure(config):
+    def spy(spec):
+        with open(os.environ["RESEED_SPY_LOG"], "a") as log:
+            log.write(os.path.basename(spec) + "\\n")
+        return 0
+
+    sandbox.reseed_confined = spy
+"""
+
+
+def test_the_judging_process_reseeds_a_kernels_cache_before_each_check_it_runs(fake, monkeypatch):
+    """What the class's priming runs compiled since a kernel's process started reaches it before
+    each check (``sandbox_confine.reseed_confined``: a no-op unless confined), not only at its start."""
+    (fake.path / "reseed_spy.py").write_text(RESEED_SPY)
+    log = fake.path / "reseeds.log"
+    monkeypatch.setenv("RESEED_SPY_LOG", str(log))
+    _, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:ok", "-p", "reseed_spy", "-k", "launch or exact",
+                         "--gemm-shapes", "quick")
+    ran = [c for c in kernels["ok"]["checks"] if c["outcome"] == "passed"]
+    assert len(ran) >= 3 and log.read_text().split() == ["fake_kernels.py:ok"] * len(ran)
+
+
 def test_a_kernel_that_faults_only_at_some_shapes_earns_every_check_it_passes(fake, monkeypatch):
     monkeypatch.setenv("FAKEGPU_LOG", str(fake.path / "fake.log"))
     result, kernels, _ = _run(fake, "--gemm-kernel", "fake_kernels.py:fault_m1")

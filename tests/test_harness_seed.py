@@ -198,7 +198,7 @@ def test_what_the_students_confinement_is_and_a_remote_dask_cluster_is_not_prime
 
 def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_on_both_kernels(tmp_path):
     """The commands themselves, on the fake GPU (no compile there, so no seed): every check of the
-    fp32 and the fp16 kernel ran but the sweep and compile checks, the exact check at every
+    fp32 and the fp16 kernel ran, last first, but the sweep and compile checks, the exact check at every
     shape of the full set (primed at the quick shapes only, confined students still compiled at
     16^3, 31^3, 500x700x1, 1x128x1 on the H100 at f47b585)."""
     log = tmp_path / "checks.log"
@@ -221,6 +221,9 @@ def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_o
                                                   "wmma-fp16": expected(reference_kernels.wmma_fp16)}, ran
     assert {"alphabeta", "beta_zero", "speed"} <= set(ran["regtile2d"])  # the fp32 kernel takes alpha and beta
     assert ran["regtile2d"].count("exact") == len(cases.EXACT_SHAPES)  # the full set, not the quick one
+    for kernel, checks in ran.items():  # last first: the students' later checks are primed first
+        natural = [c.name for c in registry.CHECKS if c.name in checks]
+        assert list(dict.fromkeys(c for c in checks if c != "prepare")) == natural[::-1], (kernel, checks)
 
 
 def test_the_students_of_this_machines_dask_cluster_are_named_the_seed(book, monkeypatch):

@@ -56,7 +56,7 @@ from .hang_presumption import PresumeHung
 from ..kernels.hang_stack import STACK_FD_ENV, ask
 from .lock_broker import LockBroker
 from .sandbox_child import DISPATCH_ENV  # noqa: F401  (the test hook's name, documented above)
-from .sandbox_confine import confined_command, confines
+from .sandbox_confine import confined_command, confines, reseed_confined
 from .warmup import WarmupClock, WarmupTimeout, budget_s
 
 OUTPUT_LIMIT = 1500  # characters of the child's output quoted in a failure
@@ -328,6 +328,7 @@ class SandboxClient:
         self.last_seconds, self.check_timed_out, self.last_start = None, False, None
         self.last_lock_wait_s = self.last_warmup_s = 0.0
         self.start(shape_text, startup_guard, startup_hold_s)
+        reseed_confined(self.spec)
         waited = waited_seconds()
         with (guard or contextlib.nullcontext)() as hold, self.broker.during_check():
             self.last_lock_wait_s = waited_seconds() - waited

@@ -29,3 +29,10 @@ def confined_command(cmd: list[str], spec: str, rootdir: str, env: dict[str, str
     seen = child_env(environ_for(env, confine.active()))  # no grader's token or credential (sandbox_env.py)
     return (confine.command(cmd, readable=[folder, *shared_readable(env)], chdir=folder,
                             caches=confine.compile_caches(spec)), confine.popen_kwargs(), seen)
+
+
+def reseed_confined(spec: str) -> int:
+    """Before each check of a confined kernel: the seed's files that came since its caches were
+    made, copied into its CuPy cache (``confine.reseed``), so that a student of a class's first
+    round finds what the priming runs have compiled by then, not only by its start."""
+    return confine.reseed(spec) if confines(spec) else 0

@@ -3,7 +3,9 @@
 The gradebook compiles the CuPy kernels pytest-gemm's checks use once, in a trusted priming run
 (``grading/harness_seed.py``), and names that run's cache folder in ``PYTEST_GEMM_CUPY_SEED``.
 When ``confine.compile_caches`` makes a kernel's own caches, the seed's files are copied into
-its CuPy folder, so the kernel's process finds them instead of compiling them again. Copied,
+its CuPy folder, so the kernel's process finds them instead of compiling them again; before each
+of its checks ``confine.reseed`` copies what the seed gained since (the priming runs fill it
+beside the class's first students). Copied,
 never linked: a submission may change its own copy (its own cache, as before), never the seed
 nor another kernel's copy; the seed's folder is bound into no sandbox.
 """
@@ -44,7 +46,7 @@ def seed_cupy_cache(into: Path) -> int:
             try:
                 with os.fdopen(fd, "wb") as out, open(entry.path, "rb") as source:
                     shutil.copyfileobj(source, out)
-                os.chmod(temp, 0o644)
+                    os.fchmod(out.fileno(), 0o644)  # the file itself: the kernel may be running beside
                 os.replace(temp, target)  # whole or not at all, beside a process of this kernel reading it
             except OSError:
                 os.unlink(temp)

@@ -125,14 +125,26 @@ def compile_caches(key: str, level: str | None = None) -> str:
     mode 0600) and Triton a folder per kernel writable by its owner only, so another worker's user
     could neither read the one nor finish the other (PermissionError). A class graded by the
     gradebook starts each CuPy cache as a copy of its trusted seed (``kernels/cache_seed.py``)."""
-    uid = sandbox_uid() if (level or _active) == "bubblewrap" else None
-    name = key if uid is None else f"{key}\0uid {uid}"
-    folder = Path(run_compile_caches()) / hashlib.sha256(name.encode()).hexdigest()[:20]
+    folder = _kernel_caches(key, level)
     for sub in (folder, folder / "cupy", folder / "triton"):
         sub.mkdir(exist_ok=True)
         os.chmod(sub, 0o1777)  # root's graders run the sandbox as a user of its own
     seed_cupy_cache(folder / "cupy")
     return str(folder)
+
+
+def reseed(key: str, level: str | None = None) -> int:
+    """Copy into the kernel ``key``'s CuPy cache what the seed gained since it was made (the
+    priming runs fill the seed beside a class's first students); returns how many files. Nothing
+    where its caches were never made."""
+    cupy = _kernel_caches(key, level) / "cupy"
+    return seed_cupy_cache(cupy) if cupy.is_dir() else 0
+
+
+def _kernel_caches(key: str, level: str | None) -> Path:
+    uid = sandbox_uid() if (level or _active) == "bubblewrap" else None
+    name = key if uid is None else f"{key}\0uid {uid}"
+    return Path(run_compile_caches()) / hashlib.sha256(name.encode()).hexdigest()[:20]
 
 
 def run_compile_caches() -> str:
