@@ -180,26 +180,27 @@ def test_a_file_cupy_is_still_writing_in_the_seed_is_not_copied_and_a_later_proc
 
 def test_before_each_check_a_kernels_cache_takes_what_the_seed_gained_since(run_folder, seed, monkeypatch):
     """A student of a class's first round starts with the seed as it is then (empty, at the
-    class's start); ``reseed`` (called before each of its checks) copies in what came since."""
+    class's start); ``reseed_confined`` (called before each of its checks) copies in what came since."""
     from pytest_gemm.checks import sandbox_confine
 
     cache = Path(confine.compile_caches("erin.py")) / "cupy"
     (cache / "own.cubin").write_bytes(b"erin's own compile")
     (seed / "5c5c.cubin").write_bytes(b"compiled by a priming run since")
     (seed / "own.cubin").write_bytes(b"the seed's")
-    assert confine.reseed("erin.py") == 1
+    monkeypatch.setattr(confine, "active", lambda: "none")
+    assert sandbox_confine.reseed_confined("erin.py") == 0  # unconfined: its cache is CuPy's own
+    assert not (cache / "5c5c.cubin").exists()
+    monkeypatch.setattr(confine, "active", lambda: "bubblewrap")
+    assert sandbox_confine.reseed_confined("gemm:naive") == 0  # the shipped ladder is not confined
+    assert sandbox_confine.reseed_confined("erin.py") == 1
     assert (cache / "5c5c.cubin").read_bytes() == b"compiled by a priming run since"
     assert (cache / "5c5c.cubin").stat().st_mode & 0o777 == 0o644
     assert (cache / "own.cubin").read_bytes() == b"erin's own compile"  # a file it has is its own
-    assert confine.reseed("erin.py") == 0
-    assert confine.reseed("never-started.py") == 0  # no caches made: none made now
-    assert len(list(run_folder.iterdir())) == 1
+    assert sandbox_confine.reseed_confined("erin.py") == 0
+    (cache / "6d6d.cubin").symlink_to(seed / "own.cubin")  # a link the kernel planted: left alone
     (seed / "6d6d.cubin").write_bytes(b"later still")
-    monkeypatch.setattr(confine, "active", lambda: "none")
-    assert sandbox_confine.reseed_confined("erin.py") == 0  # unconfined: its cache is CuPy's own
-    monkeypatch.setattr(confine, "active", lambda: "bubblewrap")
-    assert sandbox_confine.reseed_confined("gemm:naive") == 0  # the shipped ladder is not confined
-    assert sandbox_confine.reseed_confined("erin.py") == 1 and (cache / "6d6d.cubin").exists()
+    assert sandbox_confine.reseed_confined("erin.py") == 0 and (cache / "6d6d.cubin").is_symlink()
+    assert (seed / "own.cubin").read_bytes() == b"the seed's"
 
 
 def test_with_no_seed_or_a_seed_gone_a_kernels_caches_start_empty(run_folder, monkeypatch):

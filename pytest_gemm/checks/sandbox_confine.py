@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kernels import confine
+from ..kernels.cache_seed import seed_cupy_cache
 from ..kernels.sandbox_env import environ_for
 from ..kernels.declared import spec_folder
 from ..measure.shared_files import shared_readable
@@ -33,6 +34,9 @@ def confined_command(cmd: list[str], spec: str, rootdir: str, env: dict[str, str
 
 def reseed_confined(spec: str) -> int:
     """Before each check of a confined kernel: the seed's files that came since its caches were
-    made, copied into its CuPy cache (``confine.reseed``), so that a student of a class's first
-    round finds what the priming runs have compiled by then, not only by its start."""
-    return confine.reseed(spec) if confines(spec) else 0
+    made, copied into its CuPy cache (``kernels/cache_seed.py``), so that a student of a class's
+    first round finds what the priming runs have compiled by then, not only by its start. Returns
+    how many files."""
+    if not confines(spec):
+        return 0
+    return seed_cupy_cache(Path(confine.compile_caches(spec, seed=False)) / "cupy")

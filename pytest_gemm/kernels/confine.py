@@ -113,7 +113,7 @@ def scratch_env(scratch: str) -> dict[str, str]:
             "CUPY_CACHE_DIR": f"{scratch}/.cupy", "TRITON_CACHE_DIR": f"{scratch}/.triton"}
 
 
-def compile_caches(key: str, level: str | None = None) -> str:
+def compile_caches(key: str, level: str | None = None, seed: bool = True) -> str:
     """The kernel ``key``'s own compile caches for this run (CuPy's and Triton's): shared by its
     processes (xdist workers, restarts after a fault), by no other kernel. A confined process's
     scratch starts empty, so without them each of its processes compiled the harness's CuPy
@@ -124,27 +124,17 @@ def compile_caches(key: str, level: str | None = None) -> str:
     user's too: CuPy writes its cache files readable by their owner only (a ``NamedTemporaryFile``,
     mode 0600) and Triton a folder per kernel writable by its owner only, so another worker's user
     could neither read the one nor finish the other (PermissionError). A class graded by the
-    gradebook starts each CuPy cache as a copy of its trusted seed (``kernels/cache_seed.py``)."""
-    folder = _kernel_caches(key, level)
+    gradebook starts each CuPy cache as a copy of its trusted seed (``kernels/cache_seed.py``; not
+    with ``seed=False``)."""
+    uid = sandbox_uid() if (level or _active) == "bubblewrap" else None
+    name = key if uid is None else f"{key}\0uid {uid}"
+    folder = Path(run_compile_caches()) / hashlib.sha256(name.encode()).hexdigest()[:20]
     for sub in (folder, folder / "cupy", folder / "triton"):
         sub.mkdir(exist_ok=True)
         os.chmod(sub, 0o1777)  # root's graders run the sandbox as a user of its own
-    seed_cupy_cache(folder / "cupy")
+    if seed:
+        seed_cupy_cache(folder / "cupy")
     return str(folder)
-
-
-def reseed(key: str, level: str | None = None) -> int:
-    """Copy into the kernel ``key``'s CuPy cache what the seed gained since it was made (the
-    priming runs fill the seed beside a class's first students); returns how many files. Nothing
-    where its caches were never made."""
-    cupy = _kernel_caches(key, level) / "cupy"
-    return seed_cupy_cache(cupy) if cupy.is_dir() else 0
-
-
-def _kernel_caches(key: str, level: str | None) -> Path:
-    uid = sandbox_uid() if (level or _active) == "bubblewrap" else None
-    name = key if uid is None else f"{key}\0uid {uid}"
-    return Path(run_compile_caches()) / hashlib.sha256(name.encode()).hexdigest()[:20]
 
 
 def run_compile_caches() -> str:
