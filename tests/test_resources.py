@@ -438,7 +438,10 @@ def test_the_lock_log_has_one_line_per_hold(tmp_path):
     for r in lines:
         assert r["asked"] <= r["held"] <= r["released"] and r["pid"] > 0
     reader = next(r for r in lines if r["kind"] == "s")
-    assert reader["held"] - reader["asked"] >= 0.1  # it waited for the writer's first hold
+    first = min((r for r in lines if r["kind"] == "x"), key=lambda r: r["held"])
+    # it waited for the writer's first hold (to its end, in the log's 0.1 ms steps), not a set time:
+    # on a loaded machine the reader's process asks later than planned, and waits less
+    assert reader["asked"] < first["released"] <= reader["held"] + 0.0002
 
 
 def test_a_nested_hold_owns_nothing_and_cannot_end_the_outer_one(tmp_path):
