@@ -115,6 +115,16 @@ def test_time_by_kind_averages_where_each_kinds_seconds_went():
     assert got["correct"]["lock_wait_s"] == 5.0 and got["correct"]["other_s"] == 5.0
     assert got["correct"]["start.cuda_context_s"] == 1.5
     assert got["faulting"]["process_starts"] == 3.0
+    assert not any(key.startswith("alone.") for line in got.values() for key in line)  # none was timed
+
+
+def test_time_by_kind_averages_the_speed_holds_steps_over_the_students_timed():
+    plan = [("a", "alice", "correct"), ("b", "alice", "correct"), ("c", "alice", "correct")]
+    rows = {name: _student(30.0, wall_s=25.0) for name in "abc"}
+    rows["a"]["results"]["extra_data"]["pytest_gemm"]["speed_alone_s"] = {"uploads": 0.2, "timed": 0.5}
+    rows["b"]["results"]["extra_data"]["pytest_gemm"]["speed_alone_s"] = {"uploads": 0.4, "timed": 0.7, "verify": 0.1}
+    got = bench.time_by_kind(rows, plan)["correct"]  # c has none: its speed check did not time
+    assert (got["alone.uploads"], got["alone.timed"], got["alone.verify"]) == pytest.approx((0.3, 0.6, 0.05))
 
 
 def test_targets_say_which_are_met():

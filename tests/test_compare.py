@@ -277,6 +277,20 @@ def test_meta_clocks_are_the_first_timed_checks_start_and_the_last_ones_end():
     assert report["kernels"][0]["timings"][0]["times_ms"][:2] == [round(x, 6) for x in _times(1.0, 1)[:2]]
 
 
+def test_a_timing_says_where_its_hold_of_the_gpu_alone_went_and_the_schema_takes_it():
+    alone = {"roofs": 0.2, "quiet": 0.01, "uploads": 0.31, "timed": 0.45, "verify": 0.12, "cublas": 0.0}
+    record = dict(_speed("k", _times(1.0, 1), _times(0.9, 2)), alone_s=alone)
+    report = build_report([record], None)
+    assert report["kernels"][0]["timings"][0]["alone_s"] == alone
+    validate(report)
+    older = build_report([_speed("k", _times(1.0, 1), _times(0.9, 2))], None)  # a record from before the laps
+    assert older["kernels"][0]["timings"][0]["alone_s"] is None
+    validate(older)
+    record["alone_s"] = {"timed": -1.0}
+    with pytest.raises(Exception, match="-1"):
+        validate(build_report([record], None))
+
+
 def test_a_report_that_is_not_kept_reads_versions_without_importing_cupy():
     from pytest_gemm.outputs.meta import versions
 

@@ -128,6 +128,14 @@ def test_leaderboard_shows_tflops_and_fraction_of_cublas_when_the_submission_is_
     extra = results["extra_data"]["pytest_gemm"]
     assert extra["correct"] and extra["tflops"] == 15.9 and extra["fraction_of_cublas"] == 0.31234
     assert "15.90 TFLOP/s" in by_name(results, "speed")["output"]
+    assert "speed_alone_s" not in extra  # a record from before the speed check's laps
+
+
+def test_where_the_speed_checks_hold_of_the_gpu_went_is_in_the_staffs_data():
+    alone = {"roofs": 0.21, "quiet": 0.01, "uploads": 0.3, "timed": 0.45, "verify": 0.12, "cublas": 0.0}
+    record = speed()
+    record["alone_s"] = alone
+    assert build_results(all_correct() + [record])["extra_data"]["pytest_gemm"]["speed_alone_s"] == alone
 
 
 def test_no_leaderboard_when_a_correctness_check_failed():

@@ -148,9 +148,13 @@ def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(t
 
     monkeypatch.setattr(speed, "gpu_quiet", quiet_wait)
     monkeypatch.setattr(speed, "reject_tampering", step("integrity"))
-    speed.check_speed(h, (64, 64, 64), lambda facts: None, None)
+    facts: dict = {}
+    speed.check_speed(h, (64, 64, 64), facts.update, None)
     assert seen == {"inputs": None, "roofs": True, "quiet": True, "kernel": True, "verify": True, "cublas": True,
                     "integrity": True}
+    # where the hold went, step by step (uploads and timed are timed_run's own laps: faked here)
+    assert list(facts["alone_s"]) == ["roofs", "quiet", "verify", "cublas"]
+    assert all(isinstance(v, float) and 0 <= v < 5 for v in facts["alone_s"].values())
     assert asides[0].__self__.exclusive and asides[0].__func__ is lock_module.GpuHold.step_aside  # it may step aside
 
 

@@ -4,6 +4,7 @@ number of timed calls (the data sets cycle through the buffers, 12 calls a cycle
 from __future__ import annotations
 
 import sys
+import time
 import types
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from pytest_gemm.judges.inputs import exact_inputs
 from pytest_gemm.kernels import harness as harness_module
 from pytest_gemm.measure import timed
+from pytest_gemm.measure.laps import Laps
 from pytest_gemm.measure.timing import summarize
 from pytest_gemm.model.categories import STALE_OUTPUT, GemmCheckFailure
 
@@ -49,9 +51,11 @@ def numpy_cupy(monkeypatch):
     monkeypatch.setattr(harness_module, "_SECRETS", [])
 
 
-def _timed(monkeypatch, launch, calls: int):
-    """timed_run with ``calls`` timed calls (two warm-up calls before them, as time_gpu makes)."""
+def _timed(monkeypatch, launch, calls: int, laps=None, timed_s: float = 0.0):
+    """timed_run with ``calls`` timed calls (two warm-up calls before them, as time_gpu makes),
+    which take ``timed_s`` of wall time."""
     def time_gpu(fn, *, flops, l2_bytes, budget_s, before_each, stop_within=None):
+        time.sleep(timed_s)
         fn()
         fn()
         for _ in range(calls):
@@ -67,7 +71,7 @@ def _timed(monkeypatch, launch, calls: int):
 
     h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"),
                               device=types.SimpleNamespace(l2_bytes=0), upload=upload, loaded=launch)
-    return timed.timed_run(h, SHAPE, 0.1, PROBLEMS)
+    return timed.timed_run(h, SHAPE, 0.1, PROBLEMS, laps=laps)
 
 
 @pytest.mark.parametrize("calls", range(12, 36))
@@ -84,3 +88,12 @@ def test_a_result_kept_per_address_is_stale_whatever_the_number_of_timed_calls(n
 def test_a_kernel_that_computes_every_call_passes(numpy_cupy, monkeypatch, calls):
     _, verify = _timed(monkeypatch, _right, calls)
     verify()
+
+
+def test_the_laps_of_a_timed_run_are_its_uploads_then_its_timed_calls(numpy_cupy, monkeypatch):
+    laps = Laps()
+    _timed(monkeypatch, _right, 12, laps=laps, timed_s=0.2)
+    assert list(laps.seconds) == ["uploads", "timed"]
+    assert 0.2 <= laps.seconds["timed"] < 2 and 0 <= laps.seconds["uploads"] < 0.2
+    laps.lap("timed")  # a lap of the same name adds to it
+    assert laps.seconds["timed"] >= 0.2

@@ -7,7 +7,7 @@ Generates ``--students`` submissions from ``examples/course`` in realistic propo
 them with ``python -m pytest_gemm.grading.gradebook`` (the course's pytest.ini; its default
 ``--jobs`` unless one is given), prints the wall time and where each kind of student's seconds
 went (the gradebook JSON's ``time``: checks, GPU-lock and quiet-GPU waits, kernel process
-start-ups phase by phase), grades ``--solo`` of them again one at a time (one of each kind
+start-ups phase by phase; ``alone.*``: the speed check's hold of the GPU alone, step by step), grades ``--solo`` of them again one at a time (one of each kind
 first) and ``--again`` of them a second time with the class's options (every wrong one first:
 their out-of-bounds writes race), and prints one line per target: the class in
 ``--class-limit`` (120) s (issue 47; issue 26's was 300 s), every faulting and every hanging student in ``--student-limit``
@@ -162,20 +162,25 @@ def again_pick(plan: list[tuple[str, str, str]], k: int) -> list[str]:
 TIME_KEYS = ("wall_s", "check_s", "lock_wait_s", "quiet_wait_s", "start_s", "process_starts")
 
 
+def _extra(row: dict[str, Any]) -> dict[str, Any]:
+    """A student's ``extra_data.pytest_gemm`` (its Gradescope results' facts), or {}."""
+    return ((row.get("results") or {}).get("extra_data") or {}).get("pytest_gemm") or {}
+
+
 def time_by_kind(rows: dict[str, Any], plan: list[tuple[str, str, str]]) -> dict[str, dict[str, float]]:
     """Per kind of student: how many, their seconds (mean and max), and the means of where a
     student's run went (``extra_data.pytest_gemm.time``: the checks' wall time and own time, the
     GPU-lock and quiet-GPU waits, the kernel process start-ups and how many) and of each start-up
     phase; ``other_s`` is the rest of the student's seconds (pytest itself, collection, the
-    compile checks)."""
+    compile checks); ``alone.STEP``: the means, over the students timed, of where their speed
+    check's hold of the GPU alone went (``speed_alone_s``: roofs, quiet, uploads, timed, verify, cublas)."""
     kinds: dict[str, list[dict[str, Any]]] = {}
     for student, _, kind in plan:
         if student in rows:
             kinds.setdefault(kind, []).append(rows[student])
     out: dict[str, dict[str, float]] = {}
     for kind, members in kinds.items():
-        times = [((r.get("results") or {}).get("extra_data") or {}).get("pytest_gemm", {}).get("time") or {}
-                 for r in members]
+        times = [_extra(r).get("time") or {} for r in members]
         n = len(members)
         line = {"students": n, "elapsed_mean_s": sum(float(r["elapsed_s"]) for r in members) / n,
                 "elapsed_max_s": max(float(r["elapsed_s"]) for r in members)}
@@ -184,6 +189,9 @@ def time_by_kind(rows: dict[str, Any], plan: list[tuple[str, str, str]]) -> dict
         line["other_s"] = line["elapsed_mean_s"] - line["wall_s"]
         for phase in sorted({p for t in times for p in (t.get("start") or {})}):
             line[f"start.{phase}"] = sum(float((t.get("start") or {}).get(phase) or 0.0) for t in times) / n
+        holds = [a for a in (_extra(r).get("speed_alone_s") for r in members) if a]  # timed students only
+        for step in sorted({s for a in holds for s in a}):
+            line[f"alone.{step}"] = sum(float(a.get(step) or 0.0) for a in holds) / len(holds)
         out[kind] = line
     return out
 

@@ -29,6 +29,7 @@ from ..kernels.harness import Harness
 from ..kernels.modules import copy_note
 from ..measure.clocks import read_clocks
 from ..measure.gpu_lock import gpu_lock
+from ..measure.laps import Laps
 from ..measure.roofs import ceilings
 from .launch_trace import kernel_time, reject_traced_escape
 from ..measure.quiet import busy_marked
@@ -53,13 +54,17 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
     problems = problems_for(precision, shape)  # host work: drawn before the GPU is taken
     warm_outside_lock(h, shape, problems)  # a JIT compile or an autotuner's search: not while the GPU is ours alone
     with gpu_lock(True, what="speed") as hold, cupy.cuda.Stream.null:  # alone; the harness works on the null stream
+        alone = Laps()  # where the hold goes (the report's alone_s)
         # A replaced timer measures nothing here: the roofs and cuBLAS are shared with the run.
         reject_tampering(str(h.kernel.name))
         measured = process_roofs(h.device, measure_roofs)  # before the kernel: it also settles the clocks
+        alone.lap("roofs")
         limits = ceilings(h.device, precision, measured)
         quiet = gpu_quiet(h.device, measured, hold.step_aside)  # no other process's kernels time-slicing with ours
+        alone.lap("quiet")
         clocks_before = read_clocks(h.device)  # the report's meta: the clocks around the timed calls
-        timing, verify = timed_run(h, shape, budget_s, problems, stop_within)  # warm-up calls again (warm by now): untimed
+        timing, verify = timed_run(h, shape, budget_s, problems, stop_within,  # warm-up calls again (warm by now): untimed
+                                   laps=alone)
         record({"clocks": {"start": clocks_before, "end": read_clocks(h.device)}})
         record(busy_marked(dict({"timing": dict(timing.as_dict(), shape=list(shape)), "gpu_quiet": quiet},
                                 **roof_facts(h.device, precision, timing, measured))))
@@ -73,10 +78,12 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         reject_traced_escape(str(h.kernel.name), f"at {shape_str(shape)}: ",  # calls against their launches
                              timing.flops, limits.tflops, getattr(limits, "basis", "") or precision, ROOF_MARGIN)
         verify()
+        alone.lap("verify")
         reject_tampering(str(h.kernel.name))  # the kernel's own calls may have replaced it
         cublas = time_cublas(precision, shape, h.device, budget_s, problems, stop_within)
+        alone.lap("cublas")
     fraction = cublas.median_ms / timing.median_ms if timing.median_ms > 0 else 0.0
-    record({"cublas": cublas.as_dict(), "fraction_of_cublas": fraction})
+    record({"cublas": cublas.as_dict(), "fraction_of_cublas": fraction, "alone_s": alone.seconds})
     reject_impossible_timing(timing, shape, precision, limits)
     below = cublas_gate(str(h.kernel.name), precision, shape, fraction, timing.tflops, cublas.tflops, min_fraction)
     if below is not None:

@@ -309,6 +309,8 @@ def build_results(records: Any, config: GradingConfig | None = None, *, graded: 
             extra["tflops"] = best.facts["timing"].get("tflops")
             extra["fraction_of_cublas"] = best.facts.get("fraction_of_cublas")
             extra["gpu_quiet"] = best.facts.get("gpu_quiet")  # how long the timing waited for other processes' work
+            if best.facts.get("alone_s"):  # where its hold of the GPU alone went (measure/laps.py)
+                extra["speed_alone_s"] = best.facts["alone_s"]
         if correct and best is not None:
             board = [{"name": "TFLOP/s", "value": round(float(best.facts["timing"].get("tflops", 0.0)), 3),
                       "order": "desc"}]

@@ -23,6 +23,7 @@ from ..model.precision import negate_storage
 from ..model.shapes import Shape, shape_str
 from .cublas import CUBLAS
 from .gpu_lock import gpu_lock
+from .laps import Laps
 from .quiet import wait_until_quiet
 from .roof_bench import fma_probe
 from .roofs import impossible_timing, reported_roof, roof_tflops
@@ -78,9 +79,11 @@ def warm_outside_lock(h: Harness, shape: Shape, problems: list[Any]) -> None:
 
 
 def timed_run(h: Harness, shape: Shape, budget_s: float, problems: list[Any] | None = None,
-              stop_within: float | None = None) -> tuple[TimingResult, Callable[[], None]]:
+              stop_within: float | None = None, laps: Laps | None = None) -> tuple[TimingResult, Callable[[], None]]:
     """Time ``h``'s kernel over rotating buffers and cycling exact inputs; return the timing and a
-    verifier. ``stop_within``: the repeats' stopping rule (``timing.median_settled``), or None."""
+    verifier. ``stop_within``: the repeats' stopping rule (``timing.median_settled``), or None.
+    ``laps``: where its seconds went ("uploads" of the inputs, then "timed": the warm-up, settling
+    and timed calls)."""
     import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     m, n, k = shape
@@ -104,8 +107,12 @@ def timed_run(h: Harness, shape: Shape, budget_s: float, problems: list[Any] | N
         a, b, c = buffers[state["slot"]]
         h.loaded(a.array, b.array, c.array, m, n, k)
 
+    if laps is not None:
+        laps.lap("uploads")
     timing = time_gpu(call, flops=gemm_flops(m, n, k), l2_bytes=h.device.l2_bytes, budget_s=budget_s,
                       before_each=before, stop_within=stop_within)
+    if laps is not None:
+        laps.lap("timed")
 
     def verify() -> None:
         problem = problems[state["data"]]

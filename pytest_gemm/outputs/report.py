@@ -40,6 +40,7 @@ def _timing_entry(r: Any) -> dict[str, Any]:
             "times_ms": list(t.get("times_ms") or []),
             "cublas_times_ms": list((r.facts.get("cublas") or {}).get("times_ms") or []),
             "clocks": r.facts.get("clocks"),  # SM and memory clocks just before and after the timed calls
+            "alone_s": r.facts.get("alone_s"),  # where the check's hold of the GPU alone went (measure/laps.py)
             **timing_trace(r)}  # the traced kernels' GPU time beside the event time (launch_view.py)
 
 
