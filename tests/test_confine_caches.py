@@ -201,6 +201,9 @@ def test_before_each_check_a_kernels_cache_takes_what_the_seed_gained_since(run_
     (seed / "6d6d.cubin").write_bytes(b"later still")
     assert sandbox_confine.reseed_confined("erin.py") == 0 and (cache / "6d6d.cubin").is_symlink()
     assert (seed / "own.cubin").read_bytes() == b"the seed's"
+    monkeypatch.delenv(cache_seed.SEED_ENV)  # a run with no seed (no gradebook): nothing to do, nothing made
+    before = sorted(run_folder.iterdir())
+    assert sandbox_confine.reseed_confined("fay.py") == 0 and sorted(run_folder.iterdir()) == before
 
 
 def test_with_no_seed_or_a_seed_gone_a_kernels_caches_start_empty(run_folder, monkeypatch):

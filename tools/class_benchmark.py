@@ -7,10 +7,10 @@ Generates ``--students`` submissions from ``examples/course`` in realistic propo
 them with ``python -m pytest_gemm.grading.gradebook`` (the course's pytest.ini; its default
 ``--jobs`` unless one is given), prints the wall time and where each kind of student's seconds
 went (the gradebook JSON's ``time``: checks, GPU-lock and quiet-GPU waits, kernel process
-start-ups phase by phase; ``alone.*``: the speed check's hold of the GPU alone, step by step), grades ``--solo`` of them again one at a time (one of each kind
-first) and ``--again`` of them a second time with the class's options (every wrong one first:
-their out-of-bounds writes race), and prints one line per target: the class in
-``--class-limit`` (120) s (issue 47; issue 26's was 300 s), every faulting and every hanging student in ``--student-limit``
+start-ups phase by phase; ``alone.*``: the speed check's hold of the GPU alone, step by step),
+grades ``--solo`` of them again one at a time (one of each kind first) and ``--again`` of them a
+second time with the class's options (every wrong one first: their out-of-bounds writes race),
+and prints one line per target: the class in ``--class-limit`` (120) s (issue 47; issue 26's was 300 s), every faulting and every hanging student in ``--student-limit``
 (60) s, the solo students' correctness scores identical and speed (fraction of cuBLAS) within
 ``--speed-tolerance`` (0.5 %), the second pass's correctness scores identical. Exit status 1
 when a target is missed. Needs a GPU (without one every score is 0, and the comparisons

@@ -3,11 +3,12 @@ environment. It writes no file of the run's: the GPU lock is taken for it by its
 (``checks/lock_broker.py``), so the lock's files and log are not in its sandbox."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from ..kernels import confine
-from ..kernels.cache_seed import seed_cupy_cache
+from ..kernels.cache_seed import SEED_ENV, seed_cupy_cache
 from ..kernels.sandbox_env import environ_for
 from ..kernels.declared import spec_folder
 from ..measure.shared_files import shared_readable
@@ -37,6 +38,6 @@ def reseed_confined(spec: str) -> int:
     made, copied into its CuPy cache (``kernels/cache_seed.py``), so that a student of a class's
     first round finds what the priming runs have compiled by then, not only by its start. Returns
     how many files."""
-    if not confines(spec):
+    if not confines(spec) or not os.environ.get(SEED_ENV):
         return 0
     return seed_cupy_cache(Path(confine.compile_caches(spec, seed=False)) / "cupy")

@@ -18,7 +18,8 @@ confined student its cache takes what the seed gained since (``checks/sandbox_co
 ``reseed_confined``): the first round then finds the kernels of its later checks compiled, where
 copied only at its start it compiled all of them, 12 students at once in caches of their own
 (at ``8cc0511``, an H100, the confined class's 10th student was graded at 104.5 s against 56.1 s
-unconfined, and from there on the two kept pace). Run before the class (commit ``cb1ae07``, an H100) they took 65.7 s of its wall time.
+unconfined, and from there on the two kept pace). Run before the class (commit ``cb1ae07``, an
+H100) they took 65.7 s of its wall time.
 They cover the full shape set: some CuPy kernels are compiled only at some shapes. Primed at the
 quick shapes alone (commit ``f47b585``, an H100), every confined student still compiled at exact
 16^3, 31^3, 500x700x1 and 1x128x1 and coverage 17x33x65, about 3.3 s each, and the class took
@@ -65,8 +66,8 @@ PRIMING_ORDER = "pytest_gemm.grading.priming_order"  # -p: every check, last fir
 
 def priming_commands() -> list[list[str]]:
     """The priming runs, one per kernel: our checks on our kernels, unconfined, last first
-    (``PRIMING_ORDER``), at every shape of the full set, the speed check at ``PRIMING_SPEED_SHAPE`` (they run only where the gradebook found a
-    GPU: ``why_no_seed``). The roofs their speed checks need are the class's shared measurements,
+    (``PRIMING_ORDER``), at every shape of the full set, the speed check at ``PRIMING_SPEED_SHAPE``
+    (they run only where the gradebook found a GPU: ``why_no_seed``). The roofs their speed checks need are the class's shared measurements,
     where the gradebook names them (``PYTEST_GEMM_MEASURE_CACHE``): measured once for the class."""
     base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", PRIMING_ORDER, "-q",
             "--gemm-confine", "none", "--gemm-shapes", "full", "--gemm-bench-shape", PRIMING_SPEED_SHAPE,

@@ -4,9 +4,8 @@ The gradebook compiles the CuPy kernels pytest-gemm's checks use once, in a trus
 (``grading/harness_seed.py``), and names that run's cache folder in ``PYTEST_GEMM_CUPY_SEED``.
 When ``confine.compile_caches`` makes a kernel's own caches, the seed's files are copied into
 its CuPy folder, so the kernel's process finds them instead of compiling them again; before each
-of its checks ``checks/sandbox_confine.py`` ``reseed_confined`` copies what the seed gained since (the priming runs fill it
-beside the class's first students). Copied,
-never linked: a submission may change its own copy (its own cache, as before), never the seed
+of its checks ``checks/sandbox_confine.py`` ``reseed_confined`` copies what the seed gained since
+(the priming runs fill it beside the class's first students). Copied, never linked: a submission may change its own copy (its own cache, as before), never the seed
 nor another kernel's copy; the seed's folder is bound into no sandbox.
 """
 from __future__ import annotations
