@@ -318,12 +318,15 @@ def _speed_check(monkeypatch, shape, kernel_ms, precision="fp32"):
 
     from pytest_gemm.checks import speed as performance
 
-    monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=SimpleNamespace(Stream=SimpleNamespace(null=_NullStream()))))
+    runtime = SimpleNamespace(deviceSynchronize=lambda: None)
+    monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(cuda=SimpleNamespace(Stream=SimpleNamespace(null=_NullStream()),
+                                                                                  runtime=runtime)))
     monkeypatch.setattr(roof_bench, "measured_roofs", lambda device: MEASURED)
     monkeypatch.setattr(performance, "problems_for", lambda precision, shape: ["inputs"])
+    monkeypatch.setattr(performance, "stage_inputs", lambda h, problems: "staged")
     flops = 2.0 * shape[0] * shape[1] * shape[2]
     monkeypatch.setattr(performance, "timed_run",
-                        lambda h, s, b, p=None, stop=None, laps=None: (_timing(kernel_ms, flops), lambda: None))
+                        lambda h, s, b, p=None, stop=None, laps=None, staged=None: (_timing(kernel_ms, flops), lambda: None))
     monkeypatch.setattr(performance, "time_cublas", lambda *a, **k: _timing(2.7, flops))
     h = SimpleNamespace(kernel=SimpleNamespace(name="mine", precision=precision), device=H200)
     facts: dict = {}

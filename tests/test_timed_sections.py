@@ -111,9 +111,12 @@ def _fake_speed_check_steps(monkeypatch, tmp_path, step):
 
     monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path))
     stream = types.SimpleNamespace(null=contextlib.nullcontext())
-    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(Stream=stream)))
+    runtime = types.SimpleNamespace(deviceSynchronize=step("synced"))
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=types.SimpleNamespace(Stream=stream,
+                                                                                              runtime=runtime)))
     timing = summarize([1.0], flops=1e9)
     monkeypatch.setattr(speed, "problems_for", step("inputs", []))
+    monkeypatch.setattr(speed, "stage_inputs", step("staging", "the staged inputs"))
     monkeypatch.setattr(speed, "process_roofs", step("roofs", {}))
     monkeypatch.setattr(speed, "gpu_quiet", step("quiet", {"quiet": None}))
     monkeypatch.setattr(speed, "timed_run", step("kernel", (timing, step("verify"))))
@@ -149,9 +152,15 @@ def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(t
     monkeypatch.setattr(speed, "gpu_quiet", quiet_wait)
     monkeypatch.setattr(speed, "reject_tampering", step("integrity"))
     facts: dict = {}
+    timed_with: list = []
+    kernel = speed.timed_run
+    monkeypatch.setattr(speed, "timed_run", lambda *a, **kw: timed_with.append(kw.get("staged")) or kernel(*a, **kw))
     speed.check_speed(h, (64, 64, 64), facts.update, None)
-    assert seen == {"inputs": None, "roofs": True, "quiet": True, "kernel": True, "verify": True, "cublas": True,
-                    "integrity": True}
+    # the inputs go up to the GPU under a shared hold (no timing runs beside the copies), and
+    # the timed calls run on them: uploading needs the GPU, not the GPU alone
+    assert seen == {"inputs": None, "staging": False, "synced": False, "roofs": True, "quiet": True, "kernel": True,
+                    "verify": True, "cublas": True, "integrity": True}
+    assert timed_with == ["the staged inputs"]
     # where the hold went, step by step (uploads and timed are timed_run's own laps: faked here)
     assert list(facts["alone_s"]) == ["roofs", "quiet", "verify", "cublas"]
     assert all(isinstance(v, float) and 0 <= v < 5 for v in facts["alone_s"].values())
@@ -241,13 +250,13 @@ def test_a_process_whose_timer_is_already_replaced_measures_nothing(monkeypatch,
     # Its roofs and cuBLAS times would be shared with every other process of the run
     # (PYTEST_GEMM_MEASURE_CACHE), off by whatever the replaced timer says.
     ran, failure = _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, "start")
-    assert ran == ["inputs"]
+    assert ran == ["inputs", "staging", "synced"]  # uploaded, nothing measured
     assert failure.category == TIMING_ESCAPE and "get_elapsed_time" in str(failure)
 
 
 def test_a_timer_replaced_by_the_timed_calls_keeps_cublas_untimed(monkeypatch, tmp_path):
     ran, failure = _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, "kernel")
-    assert ran == ["inputs", "roofs", "quiet", "kernel", "verify"]  # no "cublas"
+    assert ran == ["inputs", "staging", "synced", "roofs", "quiet", "kernel", "verify"]  # no "cublas"
     assert failure.category == TIMING_ESCAPE
 
 

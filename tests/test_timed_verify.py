@@ -97,3 +97,33 @@ def test_the_laps_of_a_timed_run_are_its_uploads_then_its_timed_calls(numpy_cupy
     assert 0.2 <= laps.seconds["timed"] < 2 and 0 <= laps.seconds["uploads"] < 0.2
     laps.lap("timed")  # a lap of the same name adds to it
     assert laps.seconds["timed"] >= 0.2
+
+
+def test_a_timed_run_on_staged_inputs_uploads_nothing_and_still_catches_a_kept_result(numpy_cupy, monkeypatch):
+    # the speed check stages the inputs under a shared hold, then times them holding the GPU alone
+    m, n, _ = SHAPE
+    uploads: list[int] = []
+
+    def upload(p):
+        uploads.append(1)
+        return tuple(types.SimpleNamespace(array=x) for x in (p.a.copy(), p.b.copy(), np.zeros((m, n), np.float32)))
+
+    staged = timed.stage_inputs(types.SimpleNamespace(upload=upload), PROBLEMS)
+    assert len(uploads) == timed.ROTATE and len(staged.sources) == timed.DATA_SETS
+
+    def no_upload(p):
+        raise AssertionError("uploaded while holding the GPU alone")
+
+    for launch, stale in ((_right, False), (_cached_result(), True)):
+        monkeypatch.setattr(timed, "time_gpu", lambda fn, *, flops, before_each, **kw: [
+            (before_each(), fn()) for _ in range(13)] and summarize([1.0] * 13, flops=flops))
+        h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"),
+                                  device=types.SimpleNamespace(l2_bytes=0), upload=no_upload, loaded=launch)
+        laps = Laps()
+        _, verify = timed.timed_run(h, SHAPE, 0.1, PROBLEMS, laps=laps, staged=staged)
+        assert laps.seconds["uploads"] < 0.05
+        if stale:
+            with pytest.raises(GemmCheckFailure):
+                verify()
+        else:
+            verify()

@@ -16,7 +16,8 @@ at the memory peak); "fraction of roof" is reported against the roof measured in
 this process, the theoretical peak when it could not be measured.
 
 The check takes the GPU-wide lock exclusively only for the roofs, the timed calls and
-cuBLAS (``measure/gpu_lock.py``); the runner holds nothing around it. Before timing it waits
+cuBLAS (``measure/gpu_lock.py``); it uploads the timed calls' inputs before, under a shared
+hold; the runner holds nothing around it. Before timing it waits
 for other processes' kernels to leave the GPU (``measure/quiet.py``); a timing taken on a
 GPU that stayed busy is marked (``gpu_quiet``, a device warning, the ranking's label).
 """
@@ -35,7 +36,7 @@ from .launch_trace import kernel_time, reject_traced_escape
 from ..measure.quiet import busy_marked
 from ..measure.timing import DEFAULT_BUDGET_S, DEFAULT_STOP, ROOF_MARGIN, speed_settings
 from ..measure.timed import (gpu_quiet, problems_for, process_roofs, reject_escaped_work, reject_impossible_timing,
-                             roof_facts, time_cublas, timed_run, warm_outside_lock)
+                             roof_facts, stage_inputs, time_cublas, timed_run, warm_outside_lock)
 from ..model.categories import TIMING_ESCAPE, GemmCheckFailure
 from ..model.shapes import Shape, shape_str
 
@@ -53,6 +54,9 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
     precision = h.kernel.precision
     problems = problems_for(precision, shape)  # host work: drawn before the GPU is taken
     warm_outside_lock(h, shape, problems)  # a JIT compile or an autotuner's search: not while the GPU is ours alone
+    with gpu_lock(False, what="speed uploads"), cupy.cuda.Stream.null:  # the GPU, not alone: no timing beside it
+        staged = stage_inputs(h, problems)
+        cupy.cuda.runtime.deviceSynchronize()  # no copy runs on into the hold
     with gpu_lock(True, what="speed") as hold, cupy.cuda.Stream.null:  # alone; the harness works on the null stream
         alone = Laps()  # where the hold goes (the report's alone_s)
         # A replaced timer measures nothing here: the roofs and cuBLAS are shared with the run.
@@ -64,7 +68,7 @@ def check_speed(h: Harness, shape: Shape, record: Callable[[dict[str, Any]], Non
         alone.lap("quiet")
         clocks_before = read_clocks(h.device)  # the report's meta: the clocks around the timed calls
         timing, verify = timed_run(h, shape, budget_s, problems, stop_within,  # warm-up calls again (warm by now): untimed
-                                   laps=alone)
+                                   laps=alone, staged=staged)
         record({"clocks": {"start": clocks_before, "end": read_clocks(h.device)}})
         record(busy_marked(dict({"timing": dict(timing.as_dict(), shape=list(shape)), "gpu_quiet": quiet},
                                 **roof_facts(h.device, precision, timing, measured))))
