@@ -51,9 +51,14 @@ def numpy_cupy(monkeypatch):
     monkeypatch.setattr(harness_module, "_SECRETS", [])
 
 
-def _timed(monkeypatch, launch, calls: int, laps=None, timed_s: float = 0.0):
+def _upload(p):
+    m, n, _ = SHAPE
+    return tuple(types.SimpleNamespace(array=x) for x in (p.a.copy(), p.b.copy(), np.zeros((m, n), np.float32)))
+
+
+def _timed(monkeypatch, launch, calls: int, laps=None, timed_s: float = 0.0, upload=_upload, staged=None):
     """timed_run with ``calls`` timed calls (two warm-up calls before them, as time_gpu makes),
-    which take ``timed_s`` of wall time."""
+    which take ``timed_s`` of wall time; ``staged``: inputs already uploaded (``stage_inputs``)."""
     def time_gpu(fn, *, flops, l2_bytes, budget_s, before_each, stop_within=None):
         time.sleep(timed_s)
         fn()
@@ -64,14 +69,9 @@ def _timed(monkeypatch, launch, calls: int, laps=None, timed_s: float = 0.0):
         return summarize([1.0] * calls, flops=flops)
 
     monkeypatch.setattr(timed, "time_gpu", time_gpu)
-    m, n, _ = SHAPE
-
-    def upload(p):
-        return tuple(types.SimpleNamespace(array=x) for x in (p.a.copy(), p.b.copy(), np.zeros((m, n), np.float32)))
-
     h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"),
                               device=types.SimpleNamespace(l2_bytes=0), upload=upload, loaded=launch)
-    return timed.timed_run(h, SHAPE, 0.1, PROBLEMS, laps=laps)
+    return timed.timed_run(h, SHAPE, 0.1, PROBLEMS, laps=laps, staged=staged)
 
 
 @pytest.mark.parametrize("calls", range(12, 36))
@@ -101,29 +101,20 @@ def test_the_laps_of_a_timed_run_are_its_uploads_then_its_timed_calls(numpy_cupy
 
 def test_a_timed_run_on_staged_inputs_uploads_nothing_and_still_catches_a_kept_result(numpy_cupy, monkeypatch):
     # the speed check stages the inputs under a shared hold, then times them holding the GPU alone
-    m, n, _ = SHAPE
     uploads: list[int] = []
-
-    def upload(p):
-        uploads.append(1)
-        return tuple(types.SimpleNamespace(array=x) for x in (p.a.copy(), p.b.copy(), np.zeros((m, n), np.float32)))
-
-    staged = timed.stage_inputs(types.SimpleNamespace(upload=upload), PROBLEMS)
+    staged = timed.stage_inputs(types.SimpleNamespace(upload=lambda p: uploads.append(1) or _upload(p)), PROBLEMS)
     assert len(uploads) == timed.ROTATE and len(staged.sources) == timed.DATA_SETS
 
     def no_upload(p):
         raise AssertionError("uploaded while holding the GPU alone")
 
     for launch, stale in ((_right, False), (_cached_result(), True)):
-        monkeypatch.setattr(timed, "time_gpu", lambda fn, *, flops, before_each, **kw: [
-            (before_each(), fn()) for _ in range(13)] and summarize([1.0] * 13, flops=flops))
-        h = types.SimpleNamespace(kernel=types.SimpleNamespace(precision="fp32", name="k"),
-                                  device=types.SimpleNamespace(l2_bytes=0), upload=no_upload, loaded=launch)
         laps = Laps()
-        _, verify = timed.timed_run(h, SHAPE, 0.1, PROBLEMS, laps=laps, staged=staged)
+        _, verify = _timed(monkeypatch, launch, 13, laps=laps, upload=no_upload, staged=staged)
         assert laps.seconds["uploads"] < 0.05
         if stale:
-            with pytest.raises(GemmCheckFailure):
+            with pytest.raises(GemmCheckFailure) as failure:
                 verify()
+            assert failure.value.category == STALE_OUTPUT
         else:
             verify()
