@@ -71,7 +71,7 @@ def book(tmp_path, monkeypatch, capsys):
     return state
 
 
-STARTED = ("gradebook: harness caches seeded as they are compiled: 2 priming runs compile them beside the first "
+STARTED = ("gradebook: harness caches seeded as they are compiled: 4 priming runs compile them beside the first "
            "students, and each confined student's cache starts as a copy of what they have compiled by then "
            "(PYTEST_GEMM_HARNESS_SEED=on)")
 
@@ -79,15 +79,16 @@ STARTED = ("gradebook: harness caches seeded as they are compiled: 2 priming run
 def test_a_confined_class_is_primed_once_and_its_students_start_from_the_seed(book):
     lines = book["main"]()
     assert lines == [STARTED, "gradebook: harness caches: 3 CuPy cache files compiled by the priming runs in 9.1 s"]
-    assert [[cmd[i + 1] for i, a in enumerate(cmd) if a == "--gemm-kernel"] for cmd, _ in book["primed"]] == \
-        [[spec] for spec in harness_seed.PRIMING_KERNELS]  # one run per kernel
+    runs = sorted((cmd[cmd.index("--gemm-kernel") + 1], harness_seed.PRIMING_ORDER in cmd)
+                  for cmd, _ in book["primed"])
+    assert runs == sorted((spec, backwards) for spec in harness_seed.PRIMING_KERNELS for backwards in (True, False))
     for cmd, env in book["primed"]:
         assert cmd[cmd.index("--gemm-confine") + 1] == "none"  # ours only: unconfined, its cache of its own
         assert cmd[cmd.index("--gemm-shapes") + 1] == "full"  # some CuPy kernels are compiled at some shapes only
         assert "speed" not in cmd[cmd.index("-k") + 1] and cmd[cmd.index("--gemm-bench-shape") + 1] == "256x256x256"
         assert env[CACHE_ENV] == book["graded"][0][0][CACHE_ENV]  # the class's roofs: measured once
-    [env, other] = [env for _, env in book["primed"]]
-    assert env["CUPY_CACHE_DIR"] == other["CUPY_CACHE_DIR"]  # one seed, filled by both
+    env = book["primed"][0][1]
+    assert {env["CUPY_CACHE_DIR"] for _, env in book["primed"]} == {env["CUPY_CACHE_DIR"]}  # one seed, filled by all
     [(students, files)] = book["graded"]
     assert students[SEED_ENV] == env["CUPY_CACHE_DIR"] and len(files) == 3  # named, and there while they run
     assert "CUPY_CACHE_DIR" not in students or students["CUPY_CACHE_DIR"] != env["CUPY_CACHE_DIR"]
@@ -115,7 +116,7 @@ def test_a_priming_run_that_overruns_or_fails_is_said_after_the_class(book, outc
     assert lines == [STARTED, f"gradebook: harness caches: {files} CuPy cache files compiled by the priming runs; {why}"]
     [(students, seen)] = book["graded"]
     assert len(seen) == files
-    assert len(book["primed"]) == 2 and not os.path.exists(book["primed"][0][1]["CUPY_CACHE_DIR"])
+    assert len(book["primed"]) == 4 and not os.path.exists(book["primed"][0][1]["CUPY_CACHE_DIR"])
 
 
 def test_a_run_is_stopped_when_asked_and_its_tree_with_it(tmp_path):
@@ -153,7 +154,7 @@ def test_by_default_a_class_of_one_round_is_not_primed_and_one_of_two_rounds_is(
         (tmp_path / "subs" / name).mkdir()
         (tmp_path / "subs" / name / "kernel.py").write_text("")
     assert book["main"]("--jobs", "2")[0] == STARTED.replace("=on", "=" + (switch or "auto"))
-    assert len(book["primed"]) == 2 and book["graded"][1][0][SEED_ENV]
+    assert len(book["primed"]) == 4 and book["graded"][1][0][SEED_ENV]
     assert book["main"]("--jobs", "3")[0].startswith("gradebook: harness caches not seeded: its 3 students are graded "
                                                      "in one round (3 at a time)")
 
@@ -198,7 +199,8 @@ def test_what_the_students_confinement_is_and_a_remote_dask_cluster_is_not_prime
 
 def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_on_both_kernels(tmp_path):
     """The commands themselves, on the fake GPU (no compile there, so no seed): every check of the
-    fp32 and the fp16 kernel ran, last first, but the sweep and compile checks, the exact check at every
+    fp32 and the fp16 kernel ran in two runs each, one last first and one in order, but the sweep and
+    compile checks, the exact check at every
     shape of the full set (primed at the quick shapes only, confined students still compiled at
     16^3, 31^3, 500x700x1, 1x128x1 on the H100 at f47b585)."""
     log = tmp_path / "checks.log"
@@ -207,10 +209,12 @@ def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_o
     folder.mkdir()
     files, seconds, why = harness_seed.Priming(folder, env, timeout=120).finish(stop=False)  # to their end
     assert (files, why) == (0, "the priming runs compiled nothing"), why
-    ran: dict[str, list[str]] = {}
+    runs: dict[tuple[str, str], list[str]] = {}  # (kernel, its run's process): the checks, as they ran
     for line in log.read_text().splitlines():
-        kernel, check = line.split()[:2]
-        ran.setdefault(kernel, []).append(check)
+        kernel, check, pid = line.split()[:3]
+        runs.setdefault((kernel, pid), []).append(check)
+    assert sorted(kernel for kernel, _ in runs) == ["regtile2d", "regtile2d", "wmma-fp16", "wmma-fp16"]  # two each
+    ran = {kernel: checks for (kernel, _), checks in runs.items()}  # either run of each: they run the same checks
     import reference_kernels
     from pytest_gemm.checks import cases
 
@@ -221,9 +225,12 @@ def test_the_priming_runs_run_every_check_but_sweep_and_compile_at_every_shape_o
                                                   "wmma-fp16": expected(reference_kernels.wmma_fp16)}, ran
     assert {"alphabeta", "beta_zero", "speed"} <= set(ran["regtile2d"])  # the fp32 kernel takes alpha and beta
     assert ran["regtile2d"].count("exact") == len(cases.EXACT_SHAPES)  # the full set, not the quick one
-    for kernel, checks in ran.items():  # last first: the students' later checks are primed first
-        natural = [c.name for c in registry.CHECKS if c.name in checks]
-        assert list(dict.fromkeys(c for c in checks if c != "prepare")) == natural[::-1], (kernel, checks)
+    for kernel in ran:  # the same checks in both runs: one last first (the students' later checks first), one in order
+        [one, other] = [checks for (name, _), checks in runs.items() if name == kernel]
+        assert sorted(one) == sorted(other), kernel
+        natural = [c.name for c in registry.CHECKS if c.name in one]
+        orders = sorted(list(dict.fromkeys(c for c in checks if c != "prepare")) for checks in (one, other))
+        assert orders == sorted([natural, natural[::-1]]), (kernel, orders)
 
 
 def test_the_students_of_this_machines_dask_cluster_are_named_the_seed(book, monkeypatch):

@@ -5,7 +5,7 @@ A confined student's kernel process starts with a CuPy cache of its own, empty
 pytest-gemm's checks use (filling sentinels, comparing, references): 37.4 s of a correct
 student's 81.2 s at the median, in a class of 100 on an H200 at ``805b9ae``. As such a class
 starts, the gradebook runs pytest-gemm's own checks on shipped reference kernels
-(``PRIMING_KERNELS``, one run each, side by side), unconfined, with ``CUPY_CACHE_DIR`` in a fresh
+(``PRIMING_KERNELS``, two runs each, side by side), unconfined, with ``CUPY_CACHE_DIR`` in a fresh
 folder of their own, and names that folder to the students' runs (``PYTEST_GEMM_CUPY_SEED``):
 each kernel's CuPy cache starts as a copy of what it holds then (``kernels/cache_seed.py``). Only
 our code and our kernels ran in those runs, so what they compiled is trusted, whether they pass
@@ -13,7 +13,8 @@ or not; the folder is the grader's, in its temporary directory, and bound into n
 
 The runs go beside the first students, not before them: the first round compiles for itself, as
 the first unconfined students do for the machine's shared cache, and every later student starts
-from the seed. They run every check last first (``priming_order.py``), and before each check of a
+from the seed. One run of each kernel runs every check last first (``priming_order.py``), the
+other in the students' order (``priming_commands``), and before each check of a
 confined student its cache takes what the seed gained since (``checks/sandbox_confine.py``
 ``reseed_confined``): the first round then finds the kernels of its later checks compiled, where
 copied only at its start it compiled all of them, 12 students at once in caches of their own
@@ -65,14 +66,19 @@ PRIMING_ORDER = "pytest_gemm.grading.priming_order"  # -p: every check, last fir
 
 
 def priming_commands() -> list[list[str]]:
-    """The priming runs, one per kernel: our checks on our kernels, unconfined, last first
-    (``PRIMING_ORDER``), at every shape of the full set, the speed check at ``PRIMING_SPEED_SHAPE``
-    (they run only where the gradebook found a GPU: ``why_no_seed``). The roofs their speed checks need are the class's shared measurements,
-    where the gradebook names them (``PYTEST_GEMM_MEASURE_CACHE``): measured once for the class."""
-    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", PRIMING_ORDER, "-q",
-            "--gemm-confine", "none", "--gemm-shapes", "full", "--gemm-bench-shape", PRIMING_SPEED_SHAPE,
-            "-k", PRIMING_CHECKS]
-    return [base + ["--gemm-kernel", spec] for spec in PRIMING_KERNELS]
+    """The priming runs, two per kernel: our checks on our kernels, unconfined, one run last first
+    (``PRIMING_ORDER``) and one in the students' order, at every shape of the full set, the speed
+    check at ``PRIMING_SPEED_SHAPE`` (they run only where the gradebook found a GPU: ``why_no_seed``).
+    The run in order keeps pace with the first round, so that a student who starts when one of
+    them ends (a fault's, a hang's) finds its first checks' kernels in the seed: with the runs
+    last first alone, such students compiled them again in caches of their own and were still
+    warming up 7 to 10 s after the first round was (``7253405``, an H100). The roofs their speed
+    checks need are the class's shared measurements, where the gradebook names them
+    (``PYTEST_GEMM_MEASURE_CACHE``): measured once for the class."""
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--gemm-confine", "none",
+            "--gemm-shapes", "full", "--gemm-bench-shape", PRIMING_SPEED_SHAPE, "-k", PRIMING_CHECKS]
+    orders = (["-p", PRIMING_ORDER], [])  # last first, then as the students run them
+    return [base + order + ["--gemm-kernel", spec] for spec in PRIMING_KERNELS for order in orders]
 
 
 class Priming:
@@ -200,7 +206,7 @@ def harness_seed(extra_args: Sequence[str], *, remote: str | None = None,
             inside = confine.exposed_lock_dir(str(folder))  # the GPU lock folder's rule: in nothing a sandbox reads
             if inside is None:
                 priming = Priming(folder, env)
-                say(f"gradebook: harness caches seeded as they are compiled: {len(PRIMING_KERNELS)} priming runs "
+                say(f"gradebook: harness caches seeded as they are compiled: {len(priming_commands())} priming runs "
                     "compile them beside the first students, and each confined student's cache starts as a copy of "
                     f"what they have compiled by then ({SWITCH_ENV}={asked})")
                 try:
