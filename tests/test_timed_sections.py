@@ -356,16 +356,16 @@ def test_cublas_is_timed_once_for_a_run(tmp_path, monkeypatch):
     monkeypatch.setenv(run_cache.CACHE_ENV, str(tmp_path))
     calls = []
 
-    def fake_timed_run(h, shape, budget_s, problems, stop_within=None):
-        calls.append(shape)
+    def fake_timed_run(h, shape, budget_s, problems, stop_within=None, staged=None):
+        calls.append((shape, staged))
         return summarize([2.0, 2.0, 2.0], flops=1e12), lambda: None
 
     monkeypatch.setattr(timed, "timed_run", fake_timed_run)
     monkeypatch.setattr(timed, "harness_for", lambda *a: None)
-    first = timed.time_cublas("fp32", (64, 64, 64), DEVICE, 1.0)
+    first = timed.time_cublas("fp32", (64, 64, 64), DEVICE, 1.0, staged="inputs on the GPU")
     monkeypatch.setattr(timed, "_CUBLAS_TIMES", {})  # another process of the same run
     second = timed.time_cublas("fp32", (64, 64, 64), DEVICE, 1.0)
-    assert calls == [(64, 64, 64)] and first == second and first.median_ms == 2.0
+    assert calls == [((64, 64, 64), "inputs on the GPU")] and first == second and first.median_ms == 2.0
 
 
 # ---- the gradebook -----------------------------------------------------------------------------------

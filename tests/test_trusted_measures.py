@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import types
 from pathlib import Path
 
@@ -19,7 +20,9 @@ import pytest
 
 from pytest_gemm.checks import sandbox_confine
 from pytest_gemm.kernels import confine
+from pytest_gemm.measure import gpu_lock as gpu_lock_module
 from pytest_gemm.measure import run_cache, trusted_measures
+from pytest_gemm.measure.gpu_lock import lock_paths
 from pytest_gemm.measure.shared_files import shared_readable
 from pytest_gemm.measure.timed import ROOFS_ENTRY, cublas_entry
 from pytest_gemm.measure.timing import speed_settings
@@ -95,11 +98,22 @@ def test_a_process_that_cannot_store_what_it_measured_keeps_it_to_itself(tmp_pat
 
 
 class _Stand:
-    """The GPU work of trusted_measures, stood in: what it measured, and the holds it took."""
+    """The GPU work of trusted_measures, stood in: what it measured, and the holds it took (its
+    rehearsal's steps say the real lock's state: "shared" or "none"; the exclusive hold is a
+    stand-in, "lock"). ``staged``: what each cuBLAS timing was given as its staged inputs."""
 
     def __init__(self, monkeypatch):
         self.calls: list[str] = []
+        self.staged: list = []
+        self.rehearsal_budgets: list[float] = []
         monkeypatch.setattr("pytest_gemm.kernels.device.probe", lambda: DEVICE)
+        runtime = types.SimpleNamespace(deviceSynchronize=lambda: self.step("synced"))
+        monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(
+            cuda=types.SimpleNamespace(Stream=types.SimpleNamespace(null=contextlib.nullcontext()), runtime=runtime)))
+        monkeypatch.setattr(trusted_measures, "harness_for", lambda kernel, device: f"harness of {kernel.name}")
+        monkeypatch.setattr(trusted_measures, "stage_inputs", lambda harness, problems: self.step("stage")
+                            or f"{harness}'s staged inputs")
+        monkeypatch.setattr(trusted_measures, "timed_run", self.rehearsal)
         monkeypatch.setattr(trusted_measures, "problems_for", lambda precision, shape: self.calls.append("draw"))
         monkeypatch.setattr(trusted_measures, "_alone", self.alone)
         monkeypatch.setattr(trusted_measures, "_release", lambda: None)
@@ -113,24 +127,88 @@ class _Stand:
         self.calls.append("lock")
         yield types.SimpleNamespace(step_aside=None)
 
-    def cublas(self, precision, shape, device, budget_s, problems, stop_within):
+    def step(self, name):
+        held = gpu_lock_module._HELD.get(lock_paths()[0])
+        self.calls.append(f"{name} ({'none' if held is None else 'alone' if held else 'shared'})")
+
+    def rehearsal(self, harness, shape, budget_s, problems, stop_within=None, laps=None, staged=None):
+        self.step("rehearsal")
+        self.rehearsal_budgets.append(budget_s)
+        assert staged == f"{harness}'s staged inputs"  # on what it staged: nothing uploaded twice
+        return None, lambda: self.step("verify")
+
+    def cublas(self, precision, shape, device, budget_s, problems, stop_within, staged=None):
         assert (budget_s, stop_within) == (0.3, 0.001)
+        self.staged.append(staged)
         return run_cache.shared(device, cublas_entry(precision, shape, budget_s, stop_within),
                                 lambda: self.calls.append(f"cublas {precision}") or {"median_ms": 0.5})
 
 
+REHEARSED = ["stage (shared)", "rehearsal (shared)", "verify (shared)", "synced (shared)"]
+
+
 def test_the_judging_process_measures_what_a_speed_check_reads_once_and_then_takes_no_lock(tmp_path, monkeypatch):
     monkeypatch.setenv(run_cache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path / "lock"))
     stand = _Stand(monkeypatch)
     assert trusted_measures.measure_for_confined("fp32", (4096, 4096, 4096), OPTIONS)
-    assert stand.calls == ["draw", "lock", "roofs", "quiet", "cublas fp32"]
+    # cuBLAS's timed run rehearsed first, untimed, beside the other checks (its context, handle
+    # and kernels made there), then measured alone on the inputs the rehearsal left on the GPU
+    assert stand.calls == ["draw", *REHEARSED, "lock", "roofs", "quiet", "cublas fp32"]
+    assert stand.staged == ["harness of cublas-fp32's staged inputs"] and stand.rehearsal_budgets == [0.0]
     for name in trusted_measures.wanted("fp32", (4096, 4096, 4096), OPTIONS):  # what the check will look up
         assert run_cache.stored(DEVICE, name)
     stand.calls.clear()
     assert not trusted_measures.measure_for_confined("fp32", (4096, 4096, 4096), OPTIONS)
     assert stand.calls == []  # the next student's process: no lock, no drawing, nothing measured
     assert trusted_measures.measure_for_confined("fp16", (4096, 4096, 4096), OPTIONS)
-    assert stand.calls == ["draw", "lock", "quiet", "cublas fp16"]  # the roofs were there
+    assert stand.calls == ["draw", *REHEARSED, "lock", "quiet", "cublas fp16"]  # the roofs were there
+
+
+def test_processes_that_need_the_same_measurement_wait_for_the_first_and_then_take_no_gpu(tmp_path, monkeypatch):
+    """A class's first round reaches its speed checks together: one process rehearses and
+    measures, the others wait for it holding nothing, then find the entries stored (each used
+    to rehearse, then hold the GPU alone in turn to find them there)."""
+    monkeypatch.setenv(run_cache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path / "lock"))
+    stand = _Stand(monkeypatch)
+    measuring, finish = threading.Event(), threading.Event()
+    cublas = stand.cublas
+
+    def slow_cublas(*args, **kwargs):
+        measuring.set()
+        assert finish.wait(10)
+        return cublas(*args, **kwargs)
+
+    monkeypatch.setattr(trusted_measures, "time_cublas", slow_cublas)
+    results: list[bool] = []
+
+    def student() -> None:
+        results.append(trusted_measures.measure_for_confined("fp32", (64, 64, 64), OPTIONS))
+
+    first = threading.Thread(target=student)
+    first.start()
+    assert measuring.wait(10)
+    second = threading.Thread(target=student)
+    second.start()
+    second.join(0.5)
+    assert second.is_alive() and results == []  # waiting for the first, not measuring beside it
+    calls = list(stand.calls)
+    finish.set()
+    first.join(10)
+    second.join(10)
+    assert results == [True, False]
+    assert stand.calls == [*calls, "cublas fp32"]  # the second: nothing drawn, rehearsed or held
+
+
+def test_no_rehearsal_where_another_process_stored_cublas_while_the_roofs_are_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv(run_cache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv("PYTEST_GEMM_LOCK_DIR", str(tmp_path / "lock"))
+    stand = _Stand(monkeypatch)
+    budget_s, stop_within = speed_settings(OPTIONS)
+    run_cache.shared(DEVICE, cublas_entry("fp32", (64, 64, 64), budget_s, stop_within), lambda: {"median_ms": 0.5})
+    assert trusted_measures.measure_for_confined("fp32", (64, 64, 64), OPTIONS)
+    assert stand.calls == ["draw", "lock", "roofs"]  # nothing of cuBLAS's to make ready
 
 
 def test_nothing_is_measured_without_a_shared_folder_a_gpu_or_a_cublas_baseline(tmp_path, monkeypatch):

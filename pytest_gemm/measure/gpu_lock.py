@@ -100,7 +100,8 @@ MARK_PATIENCE_S = 10.0  # ... for this long at most, then it keeps the lock (see
 MARK_POLL_S = 0.1  # how often a patient timed check looks at the marks, holding nothing
 
 
-def _open(path: Path) -> int:
+def open_lock_file(path: Path) -> int:
+    """A file of the lock's folder (made where missing), open to every user."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
@@ -173,7 +174,7 @@ class GpuHold:
                 if self.exclusive:  # while patient, wait for the marks before draining: the others go on meanwhile
                     while time.monotonic() < patient_until and self._marked():
                         time.sleep(MARK_POLL_S)
-                lock_fd, turnstile_fd = _open(self.lock_path), _open(self.turnstile_path)
+                lock_fd, turnstile_fd = open_lock_file(self.lock_path), open_lock_file(self.turnstile_path)
                 try:
                     _lock(self.exclusive, lock_fd, turnstile_fd)
                     if not self.exclusive:
@@ -228,7 +229,7 @@ class GpuHold:
             return
         if self._running_fd is not None and kind == self._mark_kind:
             return
-        fd = _open(self.warming_path if warming else self.running_path)
+        fd = open_lock_file(self.warming_path if warming else self.running_path)
         fcntl.flock(fd, fcntl.LOCK_SH)  # a timed check only tests the mark, for an instant
         old, now = self._running_fd, time.time()
         if old is not None:  # the new mark is taken before the old one goes: never a moment unmarked
@@ -289,7 +290,7 @@ class BrokeredHold(GpuHold):
 
 def _marked_running(path: Path) -> bool:
     """Does some check presumed hung still run (a shared lock on ``path``)?"""
-    fd = _open(path)
+    fd = open_lock_file(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -303,7 +304,7 @@ def _wait_unmarked(path: Path) -> None:
     """Block until no check holds the mark ``path``. The caller holds the lock, so no new check
     starts; a check already warming up may still turn its mark into this one, and it too ends
     at its check's timeout at the latest."""
-    fd = _open(path)
+    fd = open_lock_file(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
     finally:

@@ -163,14 +163,17 @@ def timed_run(h: Harness, shape: Shape, budget_s: float, problems: list[Any] | N
 
 
 def time_cublas(precision: str, shape: Shape, device: Any, budget_s: float,
-                problems: list[Any] | None = None, stop_within: float | None = None) -> TimingResult:
+                problems: list[Any] | None = None, stop_within: float | None = None,
+                staged: Staged | None = None) -> TimingResult:
     """cuBLAS at ``precision`` and ``shape``: once per process and device, and once per run
     and GPU where the run shares its measurements (``run_cache.py``). Call it holding the
-    GPU exclusively (``gpu_lock``)."""
+    GPU exclusively (``gpu_lock``). ``staged``: ``problems`` already on the GPU, for cuBLAS's
+    harness (``stage_inputs``), or None."""
     key = (precision, shape, device.index)
     if key not in _CUBLAS_TIMES:
         def measure() -> dict[str, Any]:
-            timing, verify = timed_run(harness_for(CUBLAS[precision], device), shape, budget_s, problems, stop_within)
+            timing, verify = timed_run(harness_for(CUBLAS[precision], device), shape, budget_s, problems, stop_within,
+                                       staged=staged)
             verify()
             return timing.as_dict()
 
