@@ -181,23 +181,23 @@ def test_processes_that_need_the_same_measurement_wait_for_the_first_and_then_ta
         return cublas(*args, **kwargs)
 
     monkeypatch.setattr(trusted_measures, "time_cublas", slow_cublas)
-    results: list[bool] = []
+    results: dict[str, bool] = {}  # each student's: whether it measured
 
-    def student() -> None:
-        results.append(trusted_measures.measure_for_confined("fp32", (64, 64, 64), OPTIONS))
+    def student(name: str) -> None:
+        results[name] = trusted_measures.measure_for_confined("fp32", (64, 64, 64), OPTIONS)
 
-    first = threading.Thread(target=student)
+    first = threading.Thread(target=student, args=("first",))
     first.start()
     assert measuring.wait(10)
-    second = threading.Thread(target=student)
+    second = threading.Thread(target=student, args=("second",))
     second.start()
     second.join(0.5)
-    assert second.is_alive() and results == []  # waiting for the first, not measuring beside it
+    assert second.is_alive() and results == {}  # waiting for the first, not measuring beside it
     calls = list(stand.calls)
     finish.set()
     first.join(10)
     second.join(10)
-    assert results == [True, False]
+    assert results == {"first": True, "second": False}
     assert stand.calls == [*calls, "cublas fp32"]  # the second: nothing drawn, rehearsed or held
 
 
