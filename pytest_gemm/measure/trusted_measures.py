@@ -98,7 +98,9 @@ def _rehearse(precision: str, shape: Shape, device: Any, problems: list[Any]) ->
     kernels, and the CuPy kernels of the timing and its verification are made here, beside the
     other checks, not while every process waits for this one (on the H100 at 7253405 the first
     such measurement held the GPU alone 4.93 s; an unconfined class's first timing, roofs and
-    cuBLAS included, 2.46 s). Nothing here is stored or kept but the inputs."""
+    cuBLAS included, 2.46 s). Nothing here goes into the run's cache; the inputs are returned
+    for the timing, and the right answers it made stay marked for ``scrub_secrets`` as the
+    timing's do (``keep_secret``), which this process never calls: they stay until it exits."""
     import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
     harness = harness_for(CUBLAS[precision], device)
