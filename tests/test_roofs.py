@@ -323,7 +323,7 @@ def _speed_check(monkeypatch, shape, kernel_ms, precision="fp32"):
                                                                                   runtime=runtime)))
     monkeypatch.setattr(roof_bench, "measured_roofs", lambda device: MEASURED)
     monkeypatch.setattr(performance, "problems_for", lambda precision, shape: ["inputs"])
-    monkeypatch.setattr(performance, "stage_inputs", lambda h, problems: "staged")
+    monkeypatch.setattr(performance, "stage_inputs", lambda h, problems, each=None: "staged")
     flops = 2.0 * shape[0] * shape[1] * shape[2]
     monkeypatch.setattr(performance, "timed_run",
                         lambda h, s, b, p=None, stop=None, laps=None, staged=None: (_timing(kernel_ms, flops), lambda: None))

@@ -116,7 +116,16 @@ def _fake_speed_check_steps(monkeypatch, tmp_path, step):
                                                                                               runtime=runtime)))
     timing = summarize([1.0], flops=1e9)
     monkeypatch.setattr(speed, "problems_for", step("inputs", []))
-    monkeypatch.setattr(speed, "stage_inputs", step("staging", "the staged inputs"))
+    staging = step("staging", "the staged inputs")
+
+    def stage_inputs(h, problems, each):  # each set's copies under each(): two sets here
+        with each():
+            staging()
+        with each():
+            return staging()
+
+    monkeypatch.setattr(speed, "stage_inputs", stage_inputs)
+    monkeypatch.setattr(speed, "open_clock_reader", step("clock reader"))
     monkeypatch.setattr(speed, "process_roofs", step("roofs", {}))
     monkeypatch.setattr(speed, "gpu_quiet", step("quiet", {"quiet": None}))
     monkeypatch.setattr(speed, "timed_run", step("kernel", (timing, step("verify"))))
@@ -130,14 +139,14 @@ def _fake_speed_check_steps(monkeypatch, tmp_path, step):
 def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(tmp_path, monkeypatch):
     from pytest_gemm.checks import speed
 
-    seen: dict[str, bool | None] = {}
+    seen: dict[str, list[bool | None]] = {}
 
     def held() -> bool | None:
         return lock_module._HELD.get(lock_paths()[0])
 
     def step(name, value=None):
         def fn(*args, **kwargs):
-            seen[name] = held()
+            seen.setdefault(name, []).append(held())
             return value
         return fn
 
@@ -145,24 +154,27 @@ def test_the_speed_check_holds_the_gpu_alone_for_roofs_timings_and_cublas_only(t
     asides: list = []
 
     def quiet_wait(device, measured, step_aside=None):
-        seen["quiet"] = held()
+        seen["quiet"] = [held()]
         asides.append(step_aside)
         return {"quiet": None}
 
     monkeypatch.setattr(speed, "gpu_quiet", quiet_wait)
     monkeypatch.setattr(speed, "reject_tampering", step("integrity"))
+    monkeypatch.setattr(speed, "tampered_timers", step("timers", []))
     facts: dict = {}
     timed_with: list = []
     kernel = speed.timed_run
     monkeypatch.setattr(speed, "timed_run", lambda *a, **kw: timed_with.append(kw.get("staged")) or kernel(*a, **kw))
     speed.check_speed(h, (64, 64, 64), facts.update, None)
-    # the inputs go up to the GPU under a shared hold (no timing runs beside the copies), and
-    # the timed calls run on them: uploading needs the GPU, not the GPU alone
-    assert seen == {"inputs": None, "staging": False, "synced": False, "roofs": True, "quiet": True, "kernel": True,
-                    "verify": True, "cublas": True, "integrity": True}
+    # the inputs go up to the GPU under shared holds, one per set (no timing runs beside the
+    # copies, and one waiting waits for one set's), and the timed calls run on them; the last
+    # output is verified after the GPU is let go of, under a shared hold: neither is timed
+    assert seen == {"inputs": [None], "staging": [False, False], "clock reader": [None], "integrity": [True, None],
+                    "roofs": [True], "quiet": [True], "kernel": [True], "timers": [True], "cublas": [True],
+                    "verify": [False]}
     assert timed_with == ["the staged inputs"]
     # where the hold went, step by step (uploads and timed are timed_run's own laps: faked here)
-    assert list(facts["alone_s"]) == ["roofs", "quiet", "verify", "cublas"]
+    assert list(facts["alone_s"]) == ["roofs", "quiet", "cublas"]
     assert all(isinstance(v, float) and 0 <= v < 5 for v in facts["alone_s"].values())
     assert asides[0].__self__.exclusive and asides[0].__func__ is lock_module.GpuHold.step_aside  # it may step aside
 
@@ -250,13 +262,14 @@ def test_a_process_whose_timer_is_already_replaced_measures_nothing(monkeypatch,
     # Its roofs and cuBLAS times would be shared with every other process of the run
     # (PYTEST_GEMM_MEASURE_CACHE), off by whatever the replaced timer says.
     ran, failure = _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, "start")
-    assert ran == ["inputs", "staging", "synced"]  # uploaded, nothing measured
+    assert ran == ["inputs", "staging", "staging", "clock reader"]  # uploaded, nothing measured
     assert failure.category == TIMING_ESCAPE and "get_elapsed_time" in str(failure)
 
 
 def test_a_timer_replaced_by_the_timed_calls_keeps_cublas_untimed(monkeypatch, tmp_path):
     ran, failure = _speed_check_in_a_process_whose_timer_is_replaced(monkeypatch, tmp_path, "kernel")
-    assert ran == ["inputs", "staging", "synced", "roofs", "quiet", "kernel", "verify"]  # no "cublas"
+    # no "cublas"; the last output is still verified (a stale one is named before the timer)
+    assert ran == ["inputs", "staging", "staging", "clock reader", "roofs", "quiet", "kernel", "verify"]
     assert failure.category == TIMING_ESCAPE
 
 

@@ -10,7 +10,8 @@ the ``timing_escape`` judges. The speed and sweep checks (``checks/``) use them.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+import contextlib
+from typing import Any, Callable, ContextManager, NamedTuple
 
 from ..judges.sentinels import FILL_BITS, unwritten_mask
 from ..judges.inputs import exact_inputs
@@ -84,13 +85,25 @@ class Staged(NamedTuple):
     sources: list[tuple[Any, Any]]
 
 
-def stage_inputs(h: Harness, problems: list[Any]) -> Staged:
+def stage_inputs(h: Harness, problems: list[Any],
+                 each: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> Staged:
     """Upload a timed run's buffers and input sets. It needs the GPU but not alone: the speed
-    check stages them under a shared hold before it takes the GPU alone (the uploads were 0.28 s
-    of a correct student's 1.03 s hold on the H100 at 7253405, 4096^3 fp32)."""
+    check stages them before it takes the GPU alone (the uploads were 0.28 s of a correct
+    student's 1.03 s hold on the H100 at 7253405, 4096^3 fp32). ``each()`` is held around each
+    buffer set's and each input set's copies, which have ended when it is let go of: the speed
+    check's shared hold, so that a timing elsewhere waits for one set's copies, not all seven."""
     import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
-    return Staged([h.upload(p) for p in problems[:ROTATE]], [(cupy.asarray(p.a), cupy.asarray(p.b)) for p in problems])
+    buffers, sources = [], []
+    for problem in problems[:ROTATE]:
+        with each():
+            buffers.append(h.upload(problem))
+            cupy.cuda.runtime.deviceSynchronize()  # no copy runs on past the hold
+    for problem in problems:
+        with each():
+            sources.append((cupy.asarray(problem.a), cupy.asarray(problem.b)))
+            cupy.cuda.runtime.deviceSynchronize()
+    return Staged(buffers, sources)
 
 
 def timed_run(h: Harness, shape: Shape, budget_s: float, problems: list[Any] | None = None,
