@@ -92,6 +92,24 @@ def test_a_kernel_that_computes_every_call_passes(numpy_cupy, monkeypatch, calls
     verify()
 
 
+def test_the_call_after_the_timed_calls_starts_once_its_inputs_are_in_place(numpy_cupy, monkeypatch):
+    # verified under a shared hold, on a GPU other processes use: a launcher whose stream does
+    # not wait for the caller's read A half negated (head_start, stale_output on the H100 at c435a10)
+    events: list[str] = []
+
+    def launch(a, b, c, m, n, k):
+        events.append("call")
+        _right(a, b, c, m, n, k)
+
+    _, verify = _timed(monkeypatch, launch, 12)
+    cupy = sys.modules["cupy"]
+    monkeypatch.setattr(cupy, "copyto", lambda dst, src: events.append("copy") or np.copyto(dst, src))
+    monkeypatch.setattr(cupy.cuda.runtime, "deviceSynchronize", lambda: events.append("synced"))
+    events.clear()
+    verify()
+    assert events == ["copy", "copy", "synced", "call"]
+
+
 def test_the_laps_of_a_timed_run_are_its_uploads_then_its_timed_calls(numpy_cupy, monkeypatch):
     laps = Laps()
     _timed(monkeypatch, _right, 12, laps=laps, timed_s=0.2)
