@@ -18,9 +18,10 @@ this process, the theoretical peak when it could not be measured.
 The check takes the GPU-wide lock exclusively only for the roofs, the timed calls and
 cuBLAS (``measure/gpu_lock.py``); it uploads the timed calls' inputs before, one shared hold
 per buffer set, and verifies the last output after, under a shared hold (neither is timed,
-and a timing elsewhere waits for a shared hold to end); the runner holds nothing around it. Before timing it waits
-for other processes' kernels to leave the GPU (``measure/quiet.py``); a timing taken on a
-GPU that stayed busy is marked (``gpu_quiet``, a device warning, the ranking's label).
+and a timing elsewhere waits for a shared hold to end); the runner holds nothing around it.
+Before timing it waits for other processes' kernels to leave the GPU (``measure/quiet.py``);
+a timing taken on a GPU that stayed busy is marked (``gpu_quiet``, a device warning, the
+ranking's label).
 """
 from __future__ import annotations
 
