@@ -171,10 +171,10 @@ def test_build_command():
                         ini=Path("/course/pytest.ini"), extra_args=["-x", "-k", "exact"], python="/py")
     assert cmd == ["/py", "-m", "pytest", "--gemm-kernel", "/subs/alice/kernel.py:kernel",
                    "--gemm-gradescope", "/tmp/x/results.json", "--gemm-timeout", "30", "-p", "no:cacheprovider",
-                   "-q", "-c", "/course/pytest.ini", "--rootdir", "/course", "-x", "-k", "exact"]
+                   "-p", "gemm", "-q", "-c", "/course/pytest.ini", "--rootdir", "/course", "-x", "-k", "exact"]
     plain = build_command("k.py", "mine", "r.json", check_timeout=None)
     assert plain[0] == sys.executable and plain[3:] == ["--gemm-kernel", "k.py:mine", "--gemm-gradescope", "r.json",
-                                                        "-p", "no:cacheprovider", "-q"]
+                                                        "-p", "no:cacheprovider", "-p", "gemm", "-q"]
 
 
 FAKE_STUDENT = textwrap.dedent("""

@@ -20,6 +20,7 @@ from .submissions import Submission, build_command
 
 GRADED, TIMED_OUT, ERROR, CRASHED, MISSING = "graded", "timed out", "error", "crashed", "missing"
 DEFAULT_TIMEOUT = 900.0        # seconds for one student's whole run
+AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"  # pytest's own switch (docs/courses.md: other plugins)
 _TAIL = 4000
 
 Runner = Callable[..., RunOutcome]
@@ -139,6 +140,10 @@ def grade_one(sub: Submission, *, attr: str, timeout: float, check_timeout: floa
                               extra_args=extra_args)
         run_env = dict(os.environ if env is None else env)
         run_env["PYTHONDONTWRITEBYTECODE"] = "1"   # leave the submission folders untouched
+        # Only pytest-gemm's plugin (the command names it): the grader's other installed plugins
+        # cost each student seconds (hypothesis's imported and assertion-rewritten at the summary:
+        # 1.5 s on an H100 machine). An environment that sets it already, even to "", keeps its say.
+        run_env.setdefault(AUTOLOAD_ENV, "1")
         try:
             run = runner(cmd, cwd=workdir, timeout=timeout, env=run_env)
         except OSError as exc:

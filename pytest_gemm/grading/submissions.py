@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Sequence
 
 
+PLUGIN = "gemm"  # pytest-gemm's pytest11 entry point (pyproject.toml)
+
+
 @dataclass(frozen=True)
 class Submission:
     student: str
@@ -37,12 +40,14 @@ def find_submissions(root: Path, filename: str = "kernel.py") -> list[Submission
 def build_command(kernel_file: Path | str, attr: str, results_path: Path | str, *,
                   check_timeout: float | None = None, ini: Path | str | None = None,
                   extra_args: Sequence[str] = (), python: str | None = None) -> list[str]:
-    """The pytest command line that grades one submission into ``results_path``."""
+    """The pytest command line that grades one submission into ``results_path``. It loads
+    pytest-gemm's plugin by name (``-p gemm``, its entry point), so that it runs whether or not
+    pytest loads the installed plugins by itself (``students.grade_one`` turns that off)."""
     cmd = [python or sys.executable, "-m", "pytest", "--gemm-kernel", f"{kernel_file}:{attr}",
            "--gemm-gradescope", str(results_path)]
     if check_timeout is not None:
         cmd += ["--gemm-timeout", f"{check_timeout:g}"]
-    cmd += ["-p", "no:cacheprovider", "-q"]
+    cmd += ["-p", "no:cacheprovider", "-p", PLUGIN, "-q"]
     if ini is not None:
         cmd += ["-c", str(ini), "--rootdir", str(Path(ini).parent)]
     return cmd + list(extra_args)
