@@ -80,7 +80,9 @@ def make_parser() -> argparse.ArgumentParser:
         prog="python -m pytest_gemm.grading.gradebook",
         description="Grade every submission in SUBMISSIONS_DIR with the pytest-gemm conformance suite, each in "
                     "its own pytest process with a wall-clock limit, into one CSV/JSON gradebook. Arguments "
-                    "after -- are passed to every pytest run.",
+                    "after -- are passed to every pytest run. Each run loads pytest-gemm's plugin and no "
+                    "other installed one (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1): name one after -- (-p NAME), "
+                    "or set PYTEST_DISABLE_PLUGIN_AUTOLOAD= (empty) to have pytest load them all.",
         epilog="example: python -m pytest_gemm.grading.gradebook submissions --attr kernel --ini pytest.ini "
                "--out gradebook.csv --json gradebook.json --timeout 600 -- -x")
     p.add_argument("submissions", metavar="SUBMISSIONS_DIR",
