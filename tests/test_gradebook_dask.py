@@ -4,7 +4,9 @@ once when workers die under it. No GPU: the class is graded with --allow-no-gpu,
 deaths come from a fake runner that kills the worker process running it."""
 from __future__ import annotations
 
+import contextlib
 import csv
+import faulthandler
 import json
 import os
 import shutil
@@ -93,6 +95,19 @@ def test_a_local_dask_cluster_grades_a_class_into_the_local_pools_rows(tmp_path)
     assert dask == local  # every student's Gradescope results too
 
 
+@contextlib.contextmanager
+def _bounded(seconds: float):
+    """A cluster that stops answering ends this test's process after ``seconds``, every
+    thread's stack printed, instead of holding the run for ever (under xdist the worker is
+    replaced and the test reported as failed): on a 2-core machine running 12 test workers,
+    the dying-workers test once waited more than 10 minutes."""
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
 def _results(score: float, *tags: str) -> dict[str, Any]:
     return {"score": score, "output": "", "tests": [{"name": "exact", "score": score, "max_score": 40,
                                                      "tags": ["exact", *tags]}],
@@ -141,7 +156,8 @@ def test_workers_that_die_mid_student_lose_no_student_and_count_none_twice(tmp_p
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
     # one allowed failure: the killer costs 4 worker starts, not 8; patient connections: on a loaded
     # CI machine a worker started again takes its time
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1, "distributed.comm.timeouts.connect": "300s"}):
+    with _bounded(600), dask.config.set({"distributed.scheduler.allowed-failures": 1,
+                                         "distributed.comm.timeouts.connect": "300s"}):
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"GPU": 1},
                                            memory_limit=0, dashboard_address=None, silence_logs=50)
         try:
