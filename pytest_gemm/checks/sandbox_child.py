@@ -166,11 +166,17 @@ def default_prepare(kernel: Any) -> dict[str, float]:
     import numpy as np  # lazy: timed as the start-up's imports phase
 
     from ..kernels.compiler import GemmCompileError, compile_for_arch  # lazy: timed as the start-up's imports phase
+    from ..kernels.cuda_wait import WAIT_ENV, set_wait, wait_mode  # lazy: timed as the start-up's imports phase
     from ..kernels.device import require_device  # lazy: timed as the start-up's imports phase
     from ..kernels.harness import GuardedMatrix, harness_for  # lazy: timed as the start-up's imports phase
     from ..model.contract import CudaKernel  # lazy: timed as the start-up's imports phase
 
     lap("imports_s")
+    mode = wait_mode(os.environ)  # before the context starts: how this process waits for the GPU
+    if mode is not None:
+        unset = set_wait(mode, cupy.cuda.runtime.getDevice())
+        if unset:
+            print(f"pytest-gemm: {WAIT_ENV}={mode} not set ({unset}); CUDA's default wait stays", file=sys.stderr)
     device = require_device()
     cupy.cuda.runtime.deviceSynchronize()  # creates the CUDA context now, so that it is timed apart
     lap("cuda_context_s")

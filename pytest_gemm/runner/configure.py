@@ -118,6 +118,9 @@ def _parse_options(config: pytest.Config) -> tuple[Any, ...]:
             from ..measure.sweep import parse_sweep  # lazy: keeps measure.sweep out of the plugin's load
 
             sweep = parse_sweep(opt.gemm_sweep)
+        from ..kernels.cuda_wait import wait_mode  # lazy: keeps kernels.cuda_wait out of the plugin's load
+
+        wait_mode(os.environ)  # read by each kernel's process as it starts: a typo stops the run here
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     fraction = getattr(opt, "gemm_min_cublas_fraction", None)
