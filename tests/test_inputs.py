@@ -219,3 +219,33 @@ def test_negated_storage_is_the_negated_values_in_every_precision(precision):
     assert negated.dtype == stored.dtype and negated.shape == stored.shape
     assert np.array_equal(from_storage(negated, precision), -values)
     assert np.array_equal(negate_storage(negated), stored)  # and back, bit for bit
+
+
+@pytest.mark.parametrize("precision", sorted(PRECISIONS))
+def test_exact_values_are_the_drawn_integers_made_only_when_read(precision):
+    """The storage is made from the drawn integers directly; their float64 values (256 MB at
+    4096^3) only when a check reads them on the host, and they are the integers drawn."""
+    from pytest_gemm.judges.inputs import _KIND_TAG, exact_value_bound
+
+    p = exact_inputs(33, 17, 65, precision=precision, seed=3)
+    assert "a64" not in vars(p) and "b64" not in vars(p)
+    rng = np.random.default_rng([3, _KIND_TAG["exact"], 33, 17, 65])
+    r = exact_value_bound(65, precision)
+    for got, rows, cols in ((p.a64, 33, 65), (p.b64, 65, 17)):
+        drawn = rng.integers(-r, r, size=(rows, cols), dtype=np.int16)
+        drawn += drawn >= 0
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, drawn.astype(np.float64))
+
+
+@pytest.mark.parametrize("precision", sorted(PRECISIONS))
+@pytest.mark.parametrize("kind", ["exact", "uniform"])
+def test_device_exact_gives_the_host_values_through_any_array_module(precision, kind):
+    from pytest_gemm.judges.inputs import device_exact
+
+    p = exact_inputs(9, 7, 5, precision=precision) if kind == "exact" else \
+        random_inputs(9, 7, 5, precision=precision)
+    a64, b64 = device_exact(p, np)
+    np.testing.assert_array_equal(a64, p.a64)
+    np.testing.assert_array_equal(b64, p.b64)
+    assert a64.dtype == b64.dtype == np.float64

@@ -9,7 +9,7 @@ import numpy as np
 from ..kernels.harness import Harness, keep_secret
 from .common import reject_launch_damage, run_kernel
 from ..judges.bounds import check_accuracy
-from ..judges.inputs import random_inputs
+from ..judges.inputs import device_exact, random_inputs
 from ..judges.reference import abs_product, reference
 from ..model.categories import GemmCheckFailure
 from ..model.shapes import Shape
@@ -22,7 +22,7 @@ def assert_accurate_problem(got: Any, problem: Any, precision: str | None = None
     xp = np
     if type(got).__module__.startswith("cupy"):
         import cupy as xp  # type: ignore[no-redef]  # lazy: CuPy loads CUDA
-    a64, b64 = xp.asarray(problem.a64), xp.asarray(problem.b64)
+    a64, b64 = device_exact(problem, xp)
     c0 = None if problem.c0 is None or beta == 0 else xp.asarray(problem.c0, dtype=xp.float64)
     ref = reference(a64, b64, alpha=alpha, beta=beta, c0=c0, xp=xp)
     if xp is not np:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ..judges.bounds import check_accuracy
 from ..judges.epilogue import SWAPPED, explain_epilogue
-from ..judges.inputs import exact_inputs
+from ..judges.inputs import device_exact, exact_inputs
 from ..judges.reference import abs_product
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
@@ -42,7 +42,7 @@ def check_alpha_beta(h: Harness, shape: Shape, alpha: float, beta: float,
     if alpha in (0.0, 1.0) and beta in (0.0, 1.0):
         assert_exact(h, result, ref64, problem)
         return
-    gauge = abs(alpha) * abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
+    gauge = abs(alpha) * abs_product(*device_exact(problem, cupy), xp=cupy)
     if beta != 0:
         gauge = gauge + abs(beta) * cupy.abs(cupy.asarray(problem.c0, dtype=cupy.float64))
     report = check_accuracy(result.c, ref64, gauge, shape[2], h.kernel.precision, xp=cupy)

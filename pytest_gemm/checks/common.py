@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..judges.diagnose import assert_bit_identical
+from ..judges.inputs import device_exact
 from ..judges.reference import reference
 from ..kernels.harness import Harness, LaunchResult, keep_secret
 from ..model import categories as cat
@@ -102,7 +103,7 @@ def reference_f32(problem: Any, alpha: float = 1.0, beta: float = 0.0, c0: Any =
         ref = cupy.asarray(reference(problem.a64, problem.b64, alpha=alpha, beta=beta,
                                      c0=None if c0 is None else np.asarray(c0, dtype=np.float64)))
     else:
-        ref = reference(cupy.asarray(problem.a64), cupy.asarray(problem.b64), alpha=alpha, beta=beta,
+        ref = reference(*device_exact(problem, cupy), alpha=alpha, beta=beta,
                         c0=None if c0 is None else cupy.asarray(c0, dtype=cupy.float64), xp=cupy)
     keep_secret(ref)
     return ref

@@ -23,7 +23,7 @@ from .history_replay import replay_fresh_history
 from ..judges.bounds import check_accuracy
 from ..judges.reference import abs_product
 from ..judges.bounds import fraction_within_bound
-from ..judges.inputs import GemmInexactError, exact_inputs
+from ..judges.inputs import GemmInexactError, device_exact, exact_inputs
 
 RUNS = 5
 SEED, NEW_SEED = 4, 7
@@ -68,7 +68,7 @@ def _accurate(h: Harness, got: Any, problem: Any) -> bool:
 
     got = cupy.asarray(got)
 
-    gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
+    gauge = abs_product(*device_exact(problem, cupy), xp=cupy)
     return check_accuracy(got, reference_f32(problem), gauge, problem.k, h.kernel.precision, xp=cupy).passed
 
 
@@ -80,7 +80,7 @@ def _computed(h: Harness, got: Any, problem: Any) -> bool:
     import cupy  # lazy: CuPy (the plugin loads with no GPU)
 
 
-    gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
+    gauge = abs_product(*device_exact(problem, cupy), xp=cupy)
     return fraction_within_bound(cupy.asarray(got), reference_f32(problem), gauge, problem.k,
                                  h.kernel.precision, xp=cupy) >= COMPUTED_FRACTION
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ..kernels.harness import Harness
 from .common import assert_exact, reference_f32, reject_launch_damage, run_kernel
 from ..judges.bounds import rounding_sized
-from ..judges.inputs import exact_inputs
+from ..judges.inputs import device_exact, exact_inputs
 from ..judges.reference import abs_product
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
@@ -41,7 +41,7 @@ def check_exact(h: Harness, shape: Shape, seed: int = 0,
 def _error_size(h: Harness, got: Any, ref64: Any, problem: Any, pattern: bool) -> dict[str, Any]:
     import cupy  # lazy: CuPy loads CUDA, and importing a check module must not
 
-    gauge = abs_product(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy)
+    gauge = abs_product(*device_exact(problem, cupy), xp=cupy)
     facts = rounding_sized(got, ref64, gauge, problem.k, h.kernel.precision, xp=cupy)
     facts["rounding_sized"] = facts["rounding_sized"] and not pattern
     facts["pattern"] = pattern

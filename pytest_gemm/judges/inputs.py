@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -40,15 +42,31 @@ class GemmProblem:
     precision: str
     a: np.ndarray = field(repr=False)    # (M, K) storage dtype, C-contiguous: handed to the kernel
     b: np.ndarray = field(repr=False)    # (K, N) storage dtype, C-contiguous
-    a64: np.ndarray = field(repr=False)  # the exact values of ``a`` as float64
-    b64: np.ndarray = field(repr=False)
     c0: np.ndarray | None = field(default=None, repr=False)  # (M, N) float32 initial C for beta tests
     kind: str = "exact"
     seed: int = 0
 
+    # The exact values of ``a`` and ``b`` as float64, made from the storage when first read: at
+    # 4096^3 they are 256 MB that most checks never read on the host (their references start
+    # from the storage on the GPU: ``device_exact``), and a speed check draws 4 such problems.
+    @cached_property
+    def a64(self) -> np.ndarray:
+        return from_storage(self.a, self.precision)
+
+    @cached_property
+    def b64(self) -> np.ndarray:
+        return from_storage(self.b, self.precision)
+
     @property
     def shape(self) -> tuple[int, int, int]:
         return (self.m, self.n, self.k)
+
+
+def device_exact(problem: GemmProblem, xp: Any) -> tuple[Any, Any]:
+    """``problem``'s exact values of A and B as float64 arrays of ``xp`` (CuPy: on the GPU),
+    made from the storage there: half the bytes to copy of float64, and no host conversion."""
+    return from_storage(xp.asarray(problem.a), problem.precision, xp), \
+        from_storage(xp.asarray(problem.b), problem.precision, xp)
 
 
 def _check_dims(m: object, n: object, k: object) -> tuple[int, int, int]:
@@ -100,9 +118,11 @@ def _nonzero_ints(rng: np.random.Generator, r: int, shape: tuple[int, ...]) -> n
     # Uniform over the 2r values -r..-1, 1..r: draw -r..r-1 and move 0..r-1 up by one. One
     # draw of int16 (r <= 4096) is about 8x faster than magnitude and sign drawn apart, which
     # matters at 8192^3, where a timed run draws 4 sets of 2 x 67 M values.
+    # Returned as int16: the storage is made from them directly (a float64 copy first cost 0.28 s
+    # per 4096^2 matrix here), and the float64 values only when read (``GemmProblem.a64``).
     values = rng.integers(-r, r, size=shape, dtype=np.int16)
     values += values >= 0
-    return values.astype(np.float64)
+    return values
 
 
 def exact_inputs(m: int, n: int, k: int, precision: str | Precision = "fp32", seed: int = 0,
@@ -115,10 +135,10 @@ def exact_inputs(m: int, n: int, k: int, precision: str | Precision = "fp32", se
     p = get_precision(precision)
     r = exact_value_bound(k, p, with_c)
     rng = _rng(seed, "exact", m, n, k)
-    a64 = _nonzero_ints(rng, r, (m, k))
-    b64 = _nonzero_ints(rng, r, (k, n))
+    a = to_storage(_nonzero_ints(rng, r, (m, k)), p)
+    b = to_storage(_nonzero_ints(rng, r, (k, n)), p)
     c0 = _nonzero_ints(rng, r, (m, n)).astype(np.float32) if with_c else None
-    return GemmProblem(m, n, k, p.name, to_storage(a64, p), to_storage(b64, p), a64, b64, c0, "exact", int(seed))
+    return GemmProblem(m, n, k, p.name, a, b, c0, "exact", int(seed))
 
 
 def _draw(rng: np.random.Generator, distribution: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -144,7 +164,7 @@ def random_inputs(m: int, n: int, k: int, precision: str | Precision = "fp32", d
     a = to_storage(_draw(rng, distribution, (m, k)), p)
     b = to_storage(_draw(rng, distribution, (k, n)), p)
     c0 = _draw(rng, distribution, (m, n)).astype(np.float32) if with_c else None
-    return GemmProblem(m, n, k, p.name, a, b, from_storage(a, p), from_storage(b, p), c0, distribution, int(seed))
+    return GemmProblem(m, n, k, p.name, a, b, c0, distribution, int(seed))
 
 
 __all__ = [

@@ -14,7 +14,7 @@ import contextlib
 from typing import Any, Callable, ContextManager, NamedTuple
 
 from ..judges.sentinels import FILL_BITS, unwritten_mask
-from ..judges.inputs import exact_inputs
+from ..judges.inputs import device_exact, exact_inputs
 from ..judges.reference import reference
 from ..kernels.harness import Harness, harness_for, keep_secret
 from ..model import categories as cat
@@ -146,7 +146,7 @@ def timed_run(h: Harness, shape: Shape, budget_s: float, problems: list[Any] | N
     def verify() -> None:
         problem = problems[state["data"]]
         a, b, c = buffers[state["slot"]]
-        want = reference(cupy.asarray(problem.a64), cupy.asarray(problem.b64), xp=cupy).astype(cupy.float32)
+        want = reference(*device_exact(problem, cupy), xp=cupy).astype(cupy.float32)
         keep_secret(want, *(cc.array for _, _, cc in buffers))  # cuBLAS's outputs are right answers too
         _reject_wrong(c.array, want, f"the output of the last of {timing.repeats} timed calls")
         # Once more, outside the timing, on values these buffers never held (A negated: exact, and

@@ -69,10 +69,12 @@ def float32_to_bf16_bits(x: np.ndarray) -> np.ndarray:
     return rounded.astype(np.uint16)
 
 
-def bf16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+def bf16_bits_to_float32(bits: Any, xp: Any = None) -> Any:
+    """bf16 bit patterns (uint16) as the float32 values they stand for (numpy, or ``xp``)."""
     import numpy as np  # lazy: numpy stays out of the plugin's load
 
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    xp = np if xp is None else xp
+    return (xp.asarray(bits, dtype=xp.uint16).astype(xp.uint32) << 16).view(xp.float32)
 
 
 def to_storage(values: np.ndarray, precision: str | Precision) -> np.ndarray:
@@ -85,14 +87,16 @@ def to_storage(values: np.ndarray, precision: str | Precision) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=p.storage_dtype)
 
 
-def from_storage(stored: np.ndarray, precision: str | Precision) -> np.ndarray:
-    """The exact float64 values a stored input array represents."""
+def from_storage(stored: Any, precision: str | Precision, xp: Any = None) -> Any:
+    """The exact float64 values a stored input array represents (numpy, or ``xp``: CuPy keeps
+    them on the GPU)."""
     import numpy as np  # lazy: numpy stays out of the plugin's load
 
+    xp = np if xp is None else xp
     p = get_precision(precision)
     if p.name == "bf16":
-        return bf16_bits_to_float32(stored).astype(np.float64)
-    return np.asarray(stored).astype(np.float64)
+        return bf16_bits_to_float32(stored, xp).astype(xp.float64)
+    return xp.asarray(stored).astype(xp.float64)
 
 
 def negate_storage(stored: Any) -> Any:
