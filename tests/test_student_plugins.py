@@ -36,13 +36,6 @@ def _seen_env(env: dict[str, str]) -> dict[str, str]:
     return seen
 
 
-def test_students_kernel_processes_sleep_while_they_wait_unless_the_environment_says_otherwise():
-    from pytest_gemm.kernels.cuda_wait import WAIT_ENV
-
-    assert _seen_env({"PATH": os.environ.get("PATH", "")})[WAIT_ENV] == "blocking"
-    assert _seen_env({"PATH": os.environ.get("PATH", ""), WAIT_ENV: "spin"})[WAIT_ENV] == "spin"
-
-
 def test_students_run_with_autoload_off_unless_the_environment_says_otherwise():
     assert _seen_env({"PATH": os.environ.get("PATH", "")})[AUTOLOAD_ENV] == "1"
     assert _seen_env({"PATH": os.environ.get("PATH", ""), AUTOLOAD_ENV: ""})[AUTOLOAD_ENV] == ""

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..kernels.cuda_wait import WAIT_ENV
 from ..model.categories import HARNESS_OUT_OF_MEMORY
 from .config import GradingConfig
 from .gradescope import failure_results
@@ -146,9 +145,6 @@ def grade_one(sub: Submission, *, attr: str, timeout: float, check_timeout: floa
         # 8.14 s with them, 7.37 s without, medians of 3). An environment that sets it, even to
         # "", keeps its say.
         run_env.setdefault(AUTOLOAD_ENV, "1")
-        # Students share the GPU: a kernel process that waits for it sleeps instead of spinning a
-        # core (CUDA's default), so the others' pytest processes and start-ups get the cores.
-        run_env.setdefault(WAIT_ENV, "blocking")
         try:
             run = runner(cmd, cwd=workdir, timeout=timeout, env=run_env)
         except OSError as exc:
