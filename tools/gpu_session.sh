@@ -33,6 +33,12 @@
 #                                       # CLASS_SEED (auto, the gradebook's default; on; off) sets
 #                                       # PYTEST_GEMM_HARNESS_SEED, the seed of the harness's CuPy kernels for
 #                                       # confined students (docs/courses.md), for issue 44's A/B
+#   bash tools/gpu_session.sh class-ab  # issue 47's A/B in one call: the course (fills the CuPy cache the students share),
+#                                       # then the class of CLASS_SIZE (100; no solo or second pass, CLASS_LIMIT 250 s
+#                                       # each) once per setting in CLASS_AB: settings separated by ';', each a list
+#                                       # of NAME=VALUE words, e.g.
+#                                       # CLASS_AB="PYTEST_GEMM_CUDA_WAIT=auto;PYTEST_GEMM_CUDA_WAIT=blocking";
+#                                       # each run's files in ab-N/, its CLASS line and GPU lock summary printed
 #   bash tools/gpu_session.sh course    # the course example (examples/course, 5 students) with the gradebook's
 #                                       # defaults, as its README gives it: target <= 60 s  ~1.5 min
 #   bash tools/gpu_session.sh cutlass   # CUTLASS's own mma.sync GEMMs (bench/cutlass_sm80, built beforehand and
@@ -53,7 +59,7 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 # The stages, one list: each has its branch in the case below (tests/test_tools.py checks both ways)
-stages="gpu-tests tests untrusted ladder one parallel perf followup diagnose sizes verdicts hang scale class course cutlass ecosystems warmup"
+stages="gpu-tests tests untrusted ladder one parallel perf followup diagnose sizes verdicts hang scale class class-ab course cutlass ecosystems warmup"
 usage="usage: bash tools/gpu_session.sh STAGE... (${stages// /|}; --help says what each does)"
 case "${1:-}" in -h|--help) echo "$usage"; sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 [ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
@@ -62,7 +68,8 @@ for stage in "$@"; do
 done
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
-python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
+# class-ab runs this script again for each of its passes: installed once
+[ -n "${GEMM_SESSION_NESTED:-}" ] || python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -2
 # install_apart DIR WHEEL...: carried wheels into DIR alone (no index, no dependencies), to be put
 # on PYTHONPATH: the machine's own packages stay as they are.
 install_apart() { local dir=$1; shift; rm -rf "$dir"
@@ -277,6 +284,22 @@ print(s['status'], s['elapsed_s'], s['score'], s['reason']); print('timeouts:', 
       fi
       grep -E "^(CLASS|LOCAL|SOLO|AGAIN|RESULT|TARGETS|WHERE|GPU LOCK|gradebook: harness caches)|^  (MET|MISSED|correct|slow|wrong|hanging|faulting|alone|draining|held|shared|presumed)|DIFFERS|OUT OF" \
         "$out/class.txt" | tail -45
+      ;;
+    class-ab)
+      IFS=';' read -ra settings <<< "${CLASS_AB:-}"
+      if [ ${#settings[@]} -lt 2 ]; then
+        echo "class-ab: CLASS_AB names ${#settings[@]} setting(s); give two or more, separated by ';'" \
+          "(e.g. CLASS_AB=\"PYTEST_GEMM_CUDA_WAIT=auto;PYTEST_GEMM_CUDA_WAIT=blocking\")"
+        continue
+      fi
+      GEMM_SESSION_NESTED=1 OUT="$out/ab-course" bash "$0" course | grep -E "^\[|MET|MISSED" | tail -3
+      i=0
+      for setting in "${settings[@]}"; do
+        i=$((i + 1)); read -ra words <<< "$setting"
+        echo "class-ab $i of ${#settings[@]}: ${setting:-(the environment as it is)}"
+        env "${words[@]}" GEMM_SESSION_NESTED=1 OUT="$out/ab-$i" CLASS_SOLO=0 CLASS_AGAIN=0 \
+          CLASS_LIMIT="${CLASS_LIMIT:-250}" bash "$0" class | grep -E "^CLASS|^GPU LOCK|^  (held|draining|shared|correct)"
+      done
       ;;
     course)
       # the course example exactly as its README gives it, with the gradebook's defaults: <= 60 s (issue 47)
