@@ -14,13 +14,13 @@ import contextlib
 from typing import Any, Callable, ContextManager, NamedTuple
 
 from ..judges.sentinels import FILL_BITS, unwritten_mask
-from ..judges.inputs import device_exact, exact_inputs
+from ..judges.inputs import exact_inputs
 from ..judges.reference import reference
 from ..kernels.harness import Harness, harness_for, keep_secret
 from ..model import categories as cat
 from ..model.categories import GemmCheckFailure
 from ..model.contract import PyKernel
-from ..model.precision import negate_storage
+from ..model.precision import from_storage, negate_storage
 from ..model.shapes import Shape, shape_str
 from .cublas import CUBLAS
 from .gpu_lock import gpu_lock
@@ -144,9 +144,11 @@ def timed_run(h: Harness, shape: Shape, budget_s: float, problems: list[Any] | N
         laps.lap("timed")
 
     def verify() -> None:
-        problem = problems[state["data"]]
         a, b, c = buffers[state["slot"]]
-        want = reference(*device_exact(problem, cupy), xp=cupy).astype(cupy.float32)
+        # from the input set's copy already on the GPU: no upload inside the shared hold
+        on_gpu = sources[state["data"]]
+        precision = problems[state["data"]].precision
+        want = reference(*(from_storage(x, precision, cupy) for x in on_gpu), xp=cupy).astype(cupy.float32)
         keep_secret(want, *(cc.array for _, _, cc in buffers))  # cuBLAS's outputs are right answers too
         _reject_wrong(c.array, want, f"the output of the last of {timing.repeats} timed calls")
         # Once more, outside the timing, on values these buffers never held (A negated: exact, and
