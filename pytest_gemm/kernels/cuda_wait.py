@@ -5,9 +5,9 @@ machine has cores, which is every kernel process: a synchronise, a copy back, an
 for all keep a core busy until the GPU is done. When a class's students share one GPU, each
 kernel process spins while the others' work runs, and the cores they spin on are the ones
 the students' pytest processes, start-ups and input draws need. ``blocking`` makes the
-thread sleep until the GPU signals it instead (CU_CTX_SCHED_BLOCKING_SYNC); the gradebook
-asks for it for its students (``grading/students.py``). Timings are CUDA events, read on the
-GPU, so how the host waits does not move them.
+thread sleep until the GPU signals it instead (CU_CTX_SCHED_BLOCKING_SYNC). Nothing asks for
+it by default: whether it makes a class faster is still to be measured (docs/courses.md).
+Timings are CUDA events, read on the GPU, so how the host waits does not move them.
 
 The mode is set on the device's primary context before CUDA starts it (``set_wait``, called by
 the kernel process's start-up), through the driver (``libcuda``), which CuPy does not expose.

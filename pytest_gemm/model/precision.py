@@ -78,7 +78,8 @@ def bf16_bits_to_float32(bits: Any, xp: Any = None) -> Any:
 
 
 def to_storage(values: np.ndarray, precision: str | Precision) -> np.ndarray:
-    """float64 values -> the array a kernel of this precision receives (C-contiguous)."""
+    """Values (float64, or integers the precision holds exactly) -> the array a kernel of this
+    precision receives (C-contiguous)."""
     import numpy as np  # lazy: numpy stays out of the plugin's load
 
     p = get_precision(precision)
