@@ -64,7 +64,10 @@ class GemmProblem:
 
 def device_exact(problem: GemmProblem, xp: Any) -> tuple[Any, Any]:
     """``problem``'s exact values of A and B as float64 arrays of ``xp`` (CuPy: on the GPU),
-    made from the storage there: half the bytes to copy of float64, and no host conversion."""
+    made from the storage there: half the bytes to copy of float64, and no host conversion.
+    numpy: the problem's own, made once (``GemmProblem.a64``)."""
+    if xp is np:
+        return problem.a64, problem.b64
     return from_storage(xp.asarray(problem.a), problem.precision, xp), \
         from_storage(xp.asarray(problem.b), problem.precision, xp)
 

@@ -40,6 +40,16 @@ def _driver() -> Any:
     return ctypes.CDLL(LIBCUDA)
 
 
+def _device(lib: Any, ordinal: int) -> tuple[Any, str | None]:
+    """The driver's handle of device ``ordinal``, and None; or why there is none."""
+    device = ctypes.c_int(0)
+    for call, args in (("cuInit", (0,)), ("cuDeviceGet", (ctypes.byref(device), ordinal))):
+        status = getattr(lib, call)(*args)
+        if status != 0:
+            return device, f"{call} returned CUDA error {status}"
+    return device, None
+
+
 def set_wait(mode: str, ordinal: int, lib: Any = None) -> str | None:
     """Set ``mode`` on device ``ordinal``'s primary context (before CUDA starts it). None when
     set; else why not, in words (the process then waits as CUDA's default does)."""
@@ -48,11 +58,9 @@ def set_wait(mode: str, ordinal: int, lib: Any = None) -> str | None:
         lib = _driver() if lib is None else lib
     except OSError as exc:
         return f"the NVIDIA driver could not be loaded ({exc})"
-    device = ctypes.c_int(0)
-    for call, args in (("cuInit", (0,)), ("cuDeviceGet", (ctypes.byref(device), ordinal))):
-        status = getattr(lib, call)(*args)
-        if status != 0:
-            return f"{call} returned CUDA error {status}"
+    device, missing = _device(lib, ordinal)
+    if missing:
+        return missing
     setter = getattr(lib, "cuDevicePrimaryCtxSetFlags_v2", None) or lib.cuDevicePrimaryCtxSetFlags
     status = setter(device, ctypes.c_uint(flags))
     return None if status == 0 else f"cuDevicePrimaryCtxSetFlags returned CUDA error {status}"
@@ -61,9 +69,10 @@ def set_wait(mode: str, ordinal: int, lib: Any = None) -> str | None:
 def current_wait(ordinal: int, lib: Any = None) -> str:
     """The wait mode of device ``ordinal``'s primary context, as a name of ``MODES``."""
     lib = _driver() if lib is None else lib
-    device, flags, active = ctypes.c_int(0), ctypes.c_uint(0), ctypes.c_int(0)
-    if lib.cuInit(0) != 0 or lib.cuDeviceGet(ctypes.byref(device), ordinal) != 0:
-        raise RuntimeError("the driver could not name the device")
+    device, missing = _device(lib, ordinal)
+    if missing:
+        raise RuntimeError(missing)
+    flags, active = ctypes.c_uint(0), ctypes.c_int(0)
     if lib.cuDevicePrimaryCtxGetState(device, ctypes.byref(flags), ctypes.byref(active)) != 0:
         raise RuntimeError("cuDevicePrimaryCtxGetState failed")
     wanted = flags.value & SCHED_MASK
